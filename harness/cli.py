@@ -1,0 +1,53 @@
+"""``loomfuzz``: a thin dispatcher; each subcommand lives in harness/commands/.
+
+A command module offers ``configure(parser)`` and ``run(args) -> int``.  Only
+the chosen command's module is imported, so ``loomfuzz generate`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+COMMANDS = {
+    "generate": "expand the grammar into programs (a corpus, or a stream for mlir-opt)",
+    "check": "check program files against the preconditions P1-P24",
+    "decode": "print the program each fuzz input (bytes) stands for",
+    "fuzz": "run a coverage-guided atheris campaign against loom-opt or mlir-opt",
+    "triage": "reproduce, bucket, minimize and report crashes",
+}
+
+
+def _parser(selected: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loomfuzz", description="Grammar-based fuzzer for loom's MLIR optimizer."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=summary, description=summary)
+        if name == selected:
+            importlib.import_module(f"harness.commands.{name}").configure(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = _parser(selected if selected in COMMANDS else None)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(f"harness.commands.{args.command}")
+    try:
+        return module.run(args)
+    except KeyboardInterrupt:
+        print(f"loomfuzz {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`loomfuzz generate | head`): not an error.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

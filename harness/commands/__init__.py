@@ -1,0 +1,1 @@
+"""One module per ``loomfuzz`` subcommand: ``configure(parser)`` and ``run(args)``."""

@@ -1,0 +1,116 @@
+"""``loomfuzz generate``: programs to a folder (one file each) or to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_COUNT = 1000
+_BATCH = 2000
+
+
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--count", type=non_negative, default=DEFAULT_COUNT,
+                        help=f"how many programs (default {DEFAULT_COUNT})")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same bytes (default 0)")
+    parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
+                        help="fast (default) or fuzzingbook's ProbabilisticGrammarFuzzer on the same grammar")
+    parser.add_argument("--render", choices=("canonical", "oracle"), default="canonical",
+                        help="canonical (what loom-opt reads) or oracle (generic ops for upstream mlir-opt)")
+    parser.add_argument("-o", "--output", default="-", metavar="DIR",
+                        help="a folder for one .mlir file per program, or - for stdout separated by "
+                             "'// -----' lines (default -)")
+    parser.add_argument("--stats", action="store_true",
+                        help="print a table of every convention choice's observed frequency next to its weight")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def file_name(index: int, count: int) -> str:
+    """Stable, sortable names: program-000042.mlir (wider when count needs it)."""
+    return f"program-{index:0{max(6, len(str(max(count - 1, 0))))}d}.mlir"
+
+
+def _write_stream(programs, render: str, stream) -> None:
+    from harness.renderer import render_stream
+
+    batch: list[str] = []
+    for text in render_stream(programs, render):
+        batch.append(text)
+        if len(batch) == _BATCH:
+            stream.write("".join(batch))
+            batch.clear()
+    stream.write("".join(batch))
+    stream.flush()
+
+
+def _write_folder(programs, render: str, folder: Path, count: int, progress: bool) -> None:
+    from harness.renderer import render as render_program
+
+    if progress:
+        from tqdm import tqdm
+
+        programs = tqdm(programs, total=count, unit="prog", desc="generate", file=sys.stderr)
+    for index, program in enumerate(programs):
+        path = folder / file_name(index, count)
+        partial = path.with_suffix(".mlir.partial")
+        # Written whole, then renamed: an interrupted run leaves no half file.
+        partial.write_text(render_program(program, render))
+        os.replace(partial, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.engine import EngineUnavailable, generate
+    from harness.stats import ChoiceCounts
+
+    programs = generate(args.engine, args.seed, args.count)
+    counts = ChoiceCounts() if args.stats else None
+    if counts is not None:
+        programs = _counted(programs, counts)
+    to_stdout = args.output == "-"
+    try:
+        if to_stdout:
+            _write_stream(programs, args.render, sys.stdout)
+        else:
+            folder = Path(args.output)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                probe = folder / ".loomfuzz-write-test"
+                probe.touch()
+                probe.unlink()
+            except OSError as error:
+                print(f"loomfuzz generate: error: cannot write to {folder}: {error.strerror or error}",
+                      file=sys.stderr)
+                return 1
+            progress = not args.no_progress and args.count >= 100
+            _write_folder(programs, args.render, folder, args.count, progress)
+    except EngineUnavailable as error:
+        print(f"loomfuzz generate: error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            raise
+        print(f"loomfuzz generate: error: {error}", file=sys.stderr)
+        return 1
+    if counts is not None:
+        print(counts.table(), end="", file=sys.stderr if to_stdout else sys.stdout)
+    elif not to_stdout:
+        print(f"wrote {args.count} programs to {args.output}")
+    return 0
+
+
+def _counted(programs, counts):
+    for program in programs:
+        counts.add(program)
+        yield program
