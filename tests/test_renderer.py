@@ -1,0 +1,101 @@
+"""The renderer against the spec's own text, and the oracle against mlir-opt-22."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.engine import generate
+from harness.renderer import SPLIT_MARKER, render, render_stream
+from harness.tree import Body, Callee, Nesting, Program, Thread, make_site
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "program-shape.md"
+CANONICAL = Path(__file__).parent / "programs" / "canonical.mlir"
+
+# The canonical program of the spec, as a tree.
+SPEC_TREE = Program(
+    (
+        Thread(True, (make_site(Nesting.NONE, Body.ARITH), make_site(Nesting.IF, Body.MEMORY))),
+        Thread(False, (make_site(Nesting.FOR, Body.BRANCH),)),
+    )
+)
+
+
+def spec_text() -> str:
+    if SPEC.exists():
+        return SPEC.read_text()
+    pytest.fail(f"the spec is not at {SPEC}")
+
+
+def test_canonical_program_is_the_spec_text():
+    text = spec_text()
+    start = text.index("```mlir\n") + len("```mlir\n")
+    assert render(SPEC_TREE) == text[start : text.index("```", start)]
+    assert render(SPEC_TREE) == CANONICAL.read_text()
+
+
+@pytest.mark.parametrize(
+    "site",
+    [
+        make_site(Nesting.NONE, Body.FREEZE),
+        make_site(Nesting.NONE, Body.LOOP),
+        make_site(Nesting.NONE, Body.CALL, Callee.FUNC),
+        make_site(Nesting.NONE, Body.CALL, Callee.LLVM),
+    ],
+    ids=["freeze", "loop", "func-call", "llvm-call"],
+)
+def test_other_forms_as_the_fourth_site_are_the_spec_text(site):
+    section = spec_text().split("The other value-producing forms", 1)[1]
+    block = section[section.index("```mlir\n") + 8 : section.index("```", section.index("```mlir\n") + 8)]
+    snippets = [s.strip("\n") + "\n" for s in block.split("\n\n")]
+    program = Program((SPEC_TREE.threads[0], Thread(False, (SPEC_TREE.threads[1].sites[0], site))))
+    text = render(program)
+    assert sum(snippet in text for snippet in snippets) == 1
+
+
+def test_wrapped_region_moves_two_columns_right():
+    plain = render(Program((Thread(False, (make_site(Nesting.NONE, Body.FREEZE),)),)))
+    wrapped = render(Program((Thread(False, (make_site(Nesting.FOR, Body.FREEZE),)),)))
+    region = [l for l in plain.splitlines() if "llvm.freeze" in l or "spatial_region" in l]
+    for line in region:
+        assert "  " + line in wrapped.splitlines()
+
+
+def test_counters_follow_emission_order_across_threads():
+    memory = make_site(Nesting.NONE, Body.MEMORY)
+    arith = make_site(Nesting.IF, Body.ARITH)
+    text = render(Program((Thread(False, (memory, arith)), Thread(True, (arith,)))))
+    assert re.findall(r'graph_name = "(graph_\d+)"', text) == ["graph_0", "graph_1", "graph_2"]
+    # C5: the memory form binds no %r, so %r0 is skipped.
+    assert re.findall(r"(%r\d+) = ", text) == ["%r1", "%r2"]
+    assert re.findall(r"@(thread_\d+)", text) == ["thread_0", "thread_1"]
+
+
+def test_stream_separates_programs_for_split_input_file():
+    programs = list(generate("fast", 3, 5))
+    stream = "".join(render_stream(programs))
+    assert stream.split(SPLIT_MARKER) == [render(p) for p in programs]
+
+
+def test_oracle_rendering_is_accepted_by_mlir_opt(mlir_opt):
+    programs = list(generate("fast", 11, 600))
+    stream = "".join(render_stream(programs, "oracle"))
+    result = subprocess.run(
+        [mlir_opt, "--allow-unregistered-dialect", "--split-input-file", "-o", "/dev/null"],
+        input=stream, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[:2000]
+
+
+def test_mlir_opt_catches_a_broken_oracle_program(mlir_opt):
+    # The oracle test above can fail: a type error in one program is reported.
+    good = render(SPEC_TREE, "oracle")
+    bad = good.replace("arith.muli %s, %a : i32", "arith.muli %s, %a : i64", 1)
+    result = subprocess.run(
+        [mlir_opt, "--allow-unregistered-dialect", "--split-input-file", "-o", "/dev/null"],
+        input=good + SPLIT_MARKER + bad, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1 and "error" in result.stderr
