@@ -1,0 +1,98 @@
+"""``loomfuzz check FILE...``: check programs against the spec's preconditions.
+
+Each FILE (``-`` for stdin) holds one program, or several separated by lines
+``// -----`` (mlir-opt's ``--split-input-file`` convention); each is checked
+on its own, with line numbers relative to the whole file.  Violations go to
+stdout as ``FILE:LINE:COL: P<n>: what is wrong``.
+
+Exit status: 0 when every program holds, 1 when any violation was found, 2
+when a file could not be read (the other files are still checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+SPLIT_MARKER = "// -----"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    if parser.description is None:
+        parser.description = "Check programs against the spec's preconditions P1-P24."
+    parser.add_argument("files", nargs="+", metavar="FILE", help="program file(s); '-' reads stdin")
+    parser.add_argument(
+        "--conventions",
+        action="store_true",
+        help="also check the default profile's sampling conventions (C1-C8, C14, C19, C20, C22)",
+    )
+
+
+def split_programs(text: str) -> list[tuple[int, str]]:
+    """(line offset, text) of each ``// -----``-separated program in ``text``.
+
+    A blank chunk after a trailing marker is not a program and is dropped.
+    """
+    chunks: list[tuple[int, str]] = []
+    start, current = 0, []
+    for i, line in enumerate(text.split("\n")):
+        if line.strip() == SPLIT_MARKER:
+            chunks.append((start, "\n".join(current)))
+            start, current = i + 1, []
+        else:
+            current.append(line)
+    last = "\n".join(current)
+    if not chunks or last.strip():
+        chunks.append((start, last))
+    return chunks
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        data = (
+            sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        )
+    else:
+        with open(name, "rb") as handle:
+            data = handle.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.checker import PRECONDITION_COUNT, check_text
+
+    conventions = bool(getattr(args, "conventions", False))
+    errors = violations = programs = files = 0
+    for name in args.files:
+        shown = "<stdin>" if name == "-" else name
+        try:
+            text = _read(name)
+        except OSError as exc:
+            print(f"loomfuzz check: error: {shown}: {exc.strerror or exc}", file=sys.stderr)
+            errors += 1
+            continue
+        files += 1
+        for offset, chunk in split_programs(text):
+            programs += 1
+            for v in check_text(chunk, conventions=conventions):
+                print(dataclasses.replace(v, line=v.line + offset).format(shown))
+                violations += 1
+    sys.stdout.flush()
+    what = f"all {PRECONDITION_COUNT} preconditions" + (
+        " and the sampling conventions" if conventions else ""
+    )
+    if violations:
+        print(
+            f"loomfuzz check: {_plural(violations, 'violation')} in {_plural(programs, 'program')}",
+            file=sys.stderr,
+        )
+    elif files:
+        print(f"checked {_plural(programs, 'program')} in {_plural(files, 'file')}: {what} hold")
+    if errors:
+        return 2
+    return 1 if violations else 0
