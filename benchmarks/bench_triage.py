@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Triage cost on the fake loom-opt: target runs per minimized bucket, wall time per input.
+
+    python benchmarks/bench_triage.py [--quick] [--jobs N]
+
+Builds tests/fixtures/fake_loom_opt.c (planted bugs: assert, segv, fatal,
+flaky), writes fuzz-style artifact folders of random programs (fixed seeds),
+and runs the whole triage pipeline (``harness.triage.run_triage``, repeat 3)
+on each, with a fresh database.  Then, to measure the minimizer on harder
+starting points than each bucket's simplest member, it minimizes every
+crashing input on its own with the same predicate triage uses.
+
+Goal: median target runs per minimized bucket <= 25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.codec import encode
+from harness.choices import random_programs
+from harness.crashdb import TriageDB
+from harness.minimize import minimize
+from harness.runner import resolve_target
+from harness.triage import Interesting, TriageConfig, attempts_for, run_triage
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
+GOAL = 25
+
+
+def build_fake(directory: Path) -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        sys.exit("bench_triage: no C compiler to build the fake loom-opt")
+    out = directory / "fake-loom-opt"
+    subprocess.run([cc, "-O1", "-g", "-o", str(out), str(FAKE)], check=True)
+    return str(out)
+
+
+def bug_name(row) -> str:
+    if row["type"] == "assert":
+        return "flaky" if "stale call result" in row["message"] else "assert"
+    return {"SIGSEGV": "segv", "llvm-error": "fatal"}.get(row["type"], row["type"] or row["kind"])
+
+
+def table(rows: list[list], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(str(c).rjust(w) if isinstance(c, (int, float)) else str(c).ljust(w)
+                              for c, w in zip(r, widths))
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer seeds and inputs")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    seeds, inputs = (2, 200) if args.quick else (5, 400)
+
+    work = Path(tempfile.mkdtemp(prefix="bench-triage-"))
+    try:
+        fake = build_fake(work)
+        target = resolve_target("loom-opt", loom_opt=fake)
+        per_bucket: dict[str, list] = {}
+        per_input_ms: list[float] = []
+        runs_rows = []
+        crashing_programs = []
+        for seed in range(seeds):
+            folder = work / f"fuzz-{seed}"
+            folder.mkdir()
+            for program in random_programs(1000 + seed, inputs):
+                data = encode(program)
+                (folder / f"crash-{hashlib.sha1(data).hexdigest()}").write_bytes(data)
+            config = TriageConfig(
+                inputs=[str(folder)], target=target, db_path=str(work / f"t{seed}.db"),
+                out_dir=str(work / f"out{seed}"), jobs=args.jobs, repeat=3, progress=False,
+            )
+            started = time.perf_counter()
+            summary = run_triage(config, log=lambda message: None)
+            elapsed = time.perf_counter() - started
+            per_input_ms.append(1000 * elapsed / summary.inputs)
+            runs_rows.append([
+                seed, summary.inputs, summary.unique, summary.buckets, summary.flaky,
+                round(1000 * summary.seconds_reproduce / summary.unique, 2),
+                round(summary.seconds_minimize, 3), round(elapsed, 2), round(per_input_ms[-1], 2),
+            ])
+            with TriageDB(config.db_path, create=False) as db:
+                for b in db.buckets():
+                    per_bucket.setdefault(bug_name(b), []).append(
+                        (b["min_runs"], b["min_evaluations"], b["minimized_tree"], b["reproduction"])
+                    )
+                    members = db.members(b["id"])
+                    hits = sum(m["hits"] for m in members)
+                    attempts = sum(m["attempts"] for m in members)
+                    n = attempts_for(hits, attempts) if hits < attempts else 1  # as triage does
+                    for m in members:
+                        crashing_programs.append((b["signature"], n, m["data"]))
+
+        print(f"triage runs (fake loom-opt, repeat 3, --jobs {args.jobs}):")
+        print(table(runs_rows, ["seed", "inputs", "distinct", "buckets", "flaky inputs",
+                                "ms/program (repro)", "minimize s", "total s", "ms/input"]))
+        print()
+        rows = []
+        all_runs = []
+        for bug, results in sorted(per_bucket.items()):
+            runs = [r[0] for r in results]
+            all_runs += runs
+            rows.append([bug, len(results), statistics.median(runs), max(runs),
+                         statistics.median(r[1] for r in results), results[0][2], results[0][3]])
+        print("target runs per minimized bucket (from the bucket's simplest member):")
+        print(table(rows, ["bug", "buckets", "median runs", "max runs", "median candidates",
+                           "minimized", "reproduction"]))
+        median = statistics.median(all_runs)
+        print(f"\nmedian target runs per minimized bucket: {median} (goal <= {GOAL}: "
+              f"{'met' if median <= GOAL else 'NOT met'}); wall time per input: "
+              f"{statistics.median(per_input_ms):.2f} ms (median over runs, all phases)")
+
+        # every crashing input minimized on its own (harder starting points)
+        from harness.codec import decode
+
+        per_bug: dict[str, list[int]] = {}
+        seen = set()
+        for signature, n, data in crashing_programs:
+            program = decode(data)
+            if program in seen:
+                continue
+            seen.add(program)
+            predicate = Interesting(target, signature, n)
+            minimize(program, predicate.program)
+            name = "flaky" if "stale call result" in signature else signature.split(" ")[0]
+            per_bug.setdefault(name, []).append(predicate.runs)
+        rows = []
+        everything = []
+        for name, runs in sorted(per_bug.items()):
+            runs.sort()
+            everything += runs
+            rows.append([name, len(runs), statistics.median(runs), runs[int(0.9 * (len(runs) - 1))], max(runs)])
+        print("\ntarget runs to minimize each crashing input on its own:")
+        print(table(rows, ["signature", "inputs", "median", "p90", "max"]))
+        print(f"all inputs: median {statistics.median(everything)}, "
+              f"deterministic bugs only: median "
+              f"{statistics.median([r for n, rs in per_bug.items() if n != 'flaky' for r in rs])}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""``loomfuzz triage``: reproduce, bucket, minimize and report findings.
+
+    loomfuzz triage [run] [OPTIONS] INPUT...     triage fuzz artifacts (files or folders)
+    loomfuzz triage list [--db PATH]             the buckets in the database
+    loomfuzz triage show BUCKET [--db PATH]      one bucket: signature, minimized program, inputs
+    loomfuzz triage mark BUCKET STATUS           set a bucket's status (new, known, fixed, regressed)
+    loomfuzz triage report [--db PATH] [--out DIR]   rewrite the reports from the database
+
+``run`` is implied when the first word is not one of the actions; to triage
+a file or folder literally named ``list``, ``show``, ``mark``, ``report`` or
+``run``, spell it ``triage run list`` or ``triage ./list``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+ACTIONS = ("run", "list", "show", "mark", "report")
+PROG = "loomfuzz triage"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.usage = (
+        "loomfuzz triage [run] [OPTIONS] INPUT...\n"
+        "       loomfuzz triage list|show BUCKET|mark BUCKET STATUS|report [--db PATH] [--out DIR]"
+    )
+    parser.description = "Reproduce, bucket, minimize and report fuzz findings."
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "Inputs: files named here are always triaged (raw fuzz bytes, or .mlir text); folders are "
+        "scanned recursively for libFuzzer artifacts (crash-*, timeout-*, oom-*, leak-*, ...) and "
+        ".mlir files, skipping the .mlir/.json sidecars fuzz writes next to an artifact.  Inputs "
+        "already in the database are not run again; a run that was killed is resumed."
+    )
+    parser.add_argument("words", nargs="*", metavar="INPUT",
+                        help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
+    target = parser.add_argument_group("target (as for loomfuzz fuzz)")
+    target.add_argument("--target", default="loom-opt",
+                        help="loom-opt (default), mlir-opt, or another tool on PATH")
+    target.add_argument("--loom-opt", metavar="PATH",
+                        help="the loom-opt binary (else $LOOM_OPT, loom-opt or loom-raise-opt on PATH)")
+    target.add_argument("--pass-args", metavar="ARGS",
+                        help='the target\'s arguments, one string (default "--loom-lower-for-to-graph"); '
+                             'write --pass-args="--flag ..." when it starts with a dash')
+    target.add_argument("--pipeline", metavar="PIPELINE", help="a pass pipeline")
+    target.add_argument("--expectations", metavar="PATH", help="expectations JSON (default: the built-in ones)")
+    target.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="per-run time limit in seconds (default 10)")
+    target.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
+                        help="per-run address-space limit (default 4096; 0: none)")
+    triage = parser.add_argument_group("triage")
+    triage.add_argument("--db", default="triage.db", metavar="PATH",
+                        help="the triage database (default triage.db)")
+    triage.add_argument("--out", default="triage", metavar="DIR",
+                        help="where the reports go (default triage/)")
+    triage.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                        help="target runs in parallel (default 1)")
+    triage.add_argument("--repeat", type=int, default=3, metavar="N",
+                        help="runs per input to tell always from flaky (default 3)")
+    triage.add_argument("--text-reduce", action="store_true",
+                        help="also reduce each bucket's minimized text line by line (may leave the shape)")
+    triage.add_argument("--max-candidates", type=int, default=400, metavar="N",
+                        help="minimization budget: candidates tested per bucket (default 400)")
+    triage.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    words = list(args.words)
+    action = "run"
+    if words and words[0] in ACTIONS:
+        action = words.pop(0)
+    try:
+        if action == "run":
+            return _run(args, words)
+        if action == "list":
+            return _list(args, words)
+        if action == "show":
+            return _show(args, words)
+        if action == "mark":
+            return _mark(args, words)
+        return _report(args, words)
+    except Exception as error:  # one line for the user, whatever failed
+        from harness.crashdb import DatabaseError
+        from harness.triage import InputError
+
+        if isinstance(error, (DatabaseError, InputError)):
+            return _error(str(error))
+        raise
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _run(args: argparse.Namespace, inputs: list[str]) -> int:
+    from harness.expectations import ExpectationsError
+    from harness.runner import TargetNotFound, resolve_target
+    from harness.triage import TriageConfig, run_triage
+
+    if not inputs:
+        return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
+    if args.jobs < 1:
+        return _error("--jobs must be at least 1")
+    if args.repeat < 1:
+        return _error("--repeat must be at least 1")
+    if args.timeout <= 0:
+        return _error("--timeout must be positive")
+    try:
+        pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
+    except ValueError as error:
+        return _error(f"--pass-args: {error}")
+    try:
+        target = resolve_target(
+            args.target,
+            loom_opt=args.loom_opt,
+            pass_args=pass_args,
+            pipeline=args.pipeline,
+            timeout=args.timeout,
+            memory_mb=args.memory_mb if args.memory_mb > 0 else None,
+            expectations_path=args.expectations,
+        )
+    except (TargetNotFound, ExpectationsError) as error:
+        return _error(str(error))
+    config = TriageConfig(
+        inputs=inputs,
+        target=target,
+        db_path=args.db,
+        out_dir=args.out,
+        jobs=args.jobs,
+        repeat=args.repeat,
+        text_reduce=args.text_reduce,
+        max_minimize_evaluations=args.max_candidates,
+        progress=not args.no_progress,
+    )
+    try:
+        s = run_triage(config)
+    except TargetNotFound as error:
+        return _error(str(error))
+    print(
+        f"triage: run {s.run_id}{' (resumed)' if s.resumed else ''}: {s.inputs} input(s), "
+        f"{s.unique} distinct program(s): {s.reproduced} run now, {s.already_known} already in {args.db}"
+        + (f"; {s.text_inputs} not in the shape (triaged as text)" if s.text_inputs else "")
+        + (f"; {len(s.skipped)} file(s) skipped" if s.skipped else ""),
+        file=sys.stderr,
+    )
+    print(
+        f"triage: {s.buckets} bucket(s) ({s.new_buckets} new), {s.flaky} flaky input(s), "
+        f"{s.not_reproducing} input(s) not reproducing"
+        + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+# ---------------------------------------------------------- list/show/mark
+
+
+def _open(args: argparse.Namespace):
+    from harness.crashdb import TriageDB
+
+    return TriageDB(args.db, create=False)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
+    for r in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _list(args: argparse.Namespace, words: list[str]) -> int:
+    if words:
+        return _error(f"list takes no arguments (got {' '.join(words)!r})")
+    with _open(args) as db:
+        buckets = db.buckets()
+        rows = []
+        for b in buckets:
+            minimized = "-"
+            if b["minimized_text"] is not None:
+                minimized = b["minimized_tree"] or f"text, {b['minimized_lines']} lines"
+            signature = b["signature"]
+            if len(signature) > 100:
+                signature = signature[:97] + "..."
+            rows.append([
+                b["id"], b["status"], b["kind"], b["count"],
+                "always" if b["reproduction"] == "always" else "flaky",
+                minimized, signature,
+            ])
+        if rows:
+            print(_table(rows, ["ID", "STATUS", "KIND", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]))
+        counts = db.counts()
+        print(
+            f"{counts['buckets']} bucket(s); {counts['members']} input program(s), "
+            f"{counts['not_reproducing']} not reproducing; {counts['runs']} triage run(s)"
+        )
+    return 0
+
+
+def _bucket_id(words: list[str], what: str) -> int:
+    if not words:
+        raise ValueError(f"{what} needs a BUCKET id (see `loomfuzz triage list`)")
+    word = words[0].removeprefix("bucket-")
+    if not word.isdigit():
+        raise ValueError(f"BUCKET must be a bucket id (a number), not {words[0]!r}")
+    return int(word)
+
+
+def _show(args: argparse.Namespace, words: list[str]) -> int:
+    try:
+        bucket_id = _bucket_id(words, "show")
+    except ValueError as error:
+        return _error(str(error))
+    if len(words) > 1:
+        return _error(f"show takes one BUCKET (got {' '.join(words)!r})")
+    with _open(args) as db:
+        b = db.bucket(bucket_id)
+        if b is None:
+            return _error(f"{args.db}: no bucket {bucket_id}")
+        import json
+
+        print(f"bucket {b['id']}: {b['kind']} ({b['status']})")
+        print(f"signature:    {b['signature']}")
+        if b["message"]:
+            print(f"message:      {b['message']}")
+        frames = json.loads(b["frames"] or "[]")
+        if frames:
+            print(f"frames:       {frames[0]}")
+            for frame in frames[1:]:
+                print(f"              {frame}")
+        print(f"members:      {b['count']} ({'always' if b['reproduction'] == 'always' else 'flaky'})")
+        print(f"first seen:   {b['first_seen']} (run {b['first_run']}); last seen {b['last_seen']} (run {b['last_run']})")
+        if b["minimized_text"] is not None:
+            shape = b["minimized_tree"] or "text, not in the shape"
+            print(
+                f"minimized:    {shape}, {b['minimized_lines']} lines, {b['min_runs']} target runs"
+                f" ({args.out}/bucket-{b['id']}/minimized.mlir)"
+            )
+        else:
+            print("minimized:    not yet")
+        if b["note"]:
+            print(f"note:         {b['note']}")
+        rows = []
+        for m in db.members(bucket_id):
+            paths = db.files_of(m["id"])
+            rows.append([
+                m["id"], f"{m['reproduction']} {m['hits']}/{m['attempts']}", m["form"],
+                m["tree"] or "-", paths[0] + (f" (+{len(paths) - 1})" if len(paths) > 1 else ""),
+            ])
+        print()
+        print(_table(rows, ["MEMBER", "REPRO", "FORM", "TREE", "PATH"]))
+        if b["minimized_text"] is not None:
+            print()
+            sys.stdout.write(b["minimized_text"])
+    return 0
+
+
+def _mark(args: argparse.Namespace, words: list[str]) -> int:
+    from harness.crashdb import STATUSES
+
+    try:
+        bucket_id = _bucket_id(words, "mark")
+    except ValueError as error:
+        return _error(str(error))
+    if len(words) != 2 or words[1] not in STATUSES:
+        return _error(f"mark needs BUCKET STATUS, STATUS one of {', '.join(STATUSES)}")
+    with _open(args) as db:
+        try:
+            db.mark(bucket_id, words[1])
+        except KeyError:
+            return _error(f"{args.db}: no bucket {bucket_id}")
+    print(f"bucket {bucket_id}: {words[1]}")
+    return 0
+
+
+def _report(args: argparse.Namespace, words: list[str]) -> int:
+    from harness.report import write_reports
+
+    if words:
+        return _error(f"report takes no arguments (got {' '.join(words)!r})")
+    with _open(args) as db:
+        write_reports(db, args.out)
+    print(f"report: {args.out}/report.md", file=sys.stderr)
+    return 0

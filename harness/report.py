@@ -1,0 +1,415 @@
+"""Triage reports: per-bucket files, ``report.md`` and ``report.json``.
+
+Written by ``loomfuzz triage`` into ``--out DIR`` (default ``triage/``) from
+the database, for every bucket it holds (old ones included, with their
+status)::
+
+    DIR/report.md                 a table of the buckets, then the inputs that did not reproduce
+    DIR/report.json               the same, machine readable (schema below)
+    DIR/bucket-N/minimized.mlir   the minimized program, as the target reads it
+    DIR/bucket-N/regression.mlir  a lit test for loom's test/ tree (RUN line + CHECK lines + program)
+    DIR/bucket-N/stderr.txt       the full stderr of one reproduction (of the minimized program)
+    DIR/bucket-N/text-reduced.mlir   only with --text-reduce: the line-reduced text
+
+Every file is written to a temporary name and renamed, so a killed run never
+leaves half a report.
+
+The regression test.  ``BIN`` is the basename of the target's binary and
+``ARGS`` its pass arguments, as triage ran them:
+
+* a crash that died by a signal: ``// RUN: not --crash BIN ARGS %s 2>&1 |
+  FileCheck %s`` with ``// CHECK:`` the assertion / ``LLVM ERROR`` /
+  ``UNREACHABLE`` / sanitizer message (or ``Stack dump:`` and the top
+  frame); the test passes while the bug is there;
+* a crash that exited (``LLVM ERROR:`` with exit status 1):
+  ``// RUN: not BIN ARGS %s 2>&1 | FileCheck %s`` with the message;
+* an unexpected rejection, a wrong output, a timeout or an out-of-memory:
+  the test of the expected behaviour, which fails until the bug is fixed:
+  ``// RUN: BIN ARGS %s | FileCheck %s`` with one ``// CHECK-DAG:
+  dataflow.graph private @graph_N`` per region and a second RUN line whose
+  ``NOREGION-NOT: loom.spatial_region`` checks the whole output (when the
+  target's expectations have those output checks), else ``// CHECK:
+  module``;
+* an unexpected acceptance or a wrong diagnostic: ``// RUN: not BIN ARGS %s
+  2>&1 | FileCheck %s`` with ``// CHECK: error:``.
+
+The signature is in a comment at the top.
+
+``report.json`` (``"schema": "loom-fuzz-triage-report/1"``)::
+
+    {
+      "schema": "loom-fuzz-triage-report/1",
+      "generated": "2026-12-02T11:00:00Z",        // UTC
+      "database": "triage.db",
+      "run": {                                    // the run that wrote the report (null if none)
+        "id": 3, "started": "...", "finished": "...", "status": "complete",
+        "resumed": 0, "inputs": 412, "new_members": 400, "new_buckets": 3,
+        "target": {"name": "loom-opt", "argv": ["/path/loom-opt", "--loom-lower-for-to-graph"],
+                   "render": "canonical", "timeout": 10.0, "memory_mb": 4096,
+                   "expectations": "builtin:loom-opt"},
+        "repeat": 3
+      },
+      "totals": {"buckets": 4, "members": 412, "reproducing": 40, "flaky": 5,
+                 "not_reproducing": 372, "files": 430, "runs": 3},
+      "buckets": [
+        {
+          "id": 1,
+          "signature": "crash:assert | ... | frame1 | frame2 | frame3",
+          "kind": "crash",                        // crash | timeout | oom | unexpected-rejection |
+                                                  // unexpected-acceptance | wrong-diagnostic | wrong-output
+          "type": "assert",                       // assert | llvm-error | unreachable | sanitizer | SIGxxx | exit-N | ""
+          "message": "normalised message",
+          "frames": ["top", "three", "frames"],
+          "status": "new",                        // new | known | fixed | regressed
+          "first_seen": "...", "last_seen": "...", "first_run": 1, "last_run": 3,
+          "members": 12,                          // distinct programs in the bucket
+          "reproduction": "always",               // always | sometimes (flaky): of the minimized
+                                                  // program once minimized, of the members before
+          "minimized": {                          // null until minimized
+            "path": "bucket-1/minimized.mlir",
+            "in_shape": true,                     // false: kept as text (no member in the shape)
+            "tree": "t0[for:freeze]",             // harness.tree.describe, null for text
+            "bytes": "0a1b",                      // hex of the fuzz input (harness.codec.encode), null for text
+            "lines": 31, "sites": 1,
+            "target_runs": 5,                     // target runs spent minimizing
+            "verified": {"hits": 3, "attempts": 3},  // runs of the result that gave the signature;
+                                                  // the bucket's "reproduction" comes from these
+            "candidates_tested": 4,
+            "seconds": 0.02,
+            "steps": ["drop thread 0", "drop site 0.1"],
+            "note": null
+          },
+          "text_reduced": null | {"path": "bucket-1/text-reduced.mlir", "lines": 9, "target_runs": 120},
+          "regression_test": "bucket-1/regression.mlir",
+          "stderr": "bucket-1/stderr.txt",
+          "inputs": [                             // the bucket's members
+            {"sha256": "...", "paths": ["artifacts/crash-ab12"], "form": "tree",
+             "tree": "t0[...] t1[...]", "sites": 3, "lines": 80,
+             "reproduction": "always", "hits": 3, "attempts": 3,
+             "outcome": "crash", "not_in_shape": null}
+          ]
+        }
+      ],
+      "not_reproducing": [                        // inputs with no finding in any of their runs
+        {"sha256": "...", "paths": ["..."], "form": "tree", "tree": "...", "sites": 2, "lines": 60,
+         "reproduction": "never", "hits": 0, "attempts": 3,
+         "outcome": "accepted", "reason": "exit status 0", "not_in_shape": null}
+      ]
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+from harness.crashdb import TriageDB, now
+from harness.signature import filecheck_pattern, raw_message
+
+__all__ = ["REPORT_SCHEMA", "regression_test", "report_data", "report_markdown", "write_reports"]
+
+REPORT_SCHEMA = "loom-fuzz-triage-report/1"
+
+_GRAPH_NAME = re.compile(r'graph_name = "([\w$.\-]+)"')
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _target(bucket) -> dict:
+    try:
+        return json.loads(bucket["target"]) if bucket["target"] else {}
+    except ValueError:
+        return {}
+
+
+def _rule(target: dict, text: str):
+    """The expectation rule the target applied to ``text`` (None when unknown)."""
+    from harness.expectations import ExpectationsError, builtin_expectations, load_expectations
+
+    source = target.get("expectations") or ""
+    try:
+        if source.startswith("builtin:"):
+            expectations = builtin_expectations(source.split(":", 1)[1])
+        elif source:
+            expectations = load_expectations(source)
+        else:
+            expectations = None
+    except (ExpectationsError, OSError):
+        expectations = None
+    return expectations.rule_for(text) if expectations else None
+
+
+def _command(target: dict) -> str:
+    argv = target.get("argv") or ["loom-opt", "--loom-lower-for-to-graph"]
+    return shlex.join([os.path.basename(argv[0]), *argv[1:]])
+
+
+def _expected_output_checks(target: dict, text: str) -> tuple[list[str], list[str]]:
+    """(extra RUN lines, CHECK lines) of the test of a correct, accepted output."""
+    rule = _rule(target, text)
+    checks = set(rule.checks) if rule is not None else set()
+    runs, lines = [], []
+    if "one-graph-per-region" in checks:
+        lines += [f"// CHECK-DAG: dataflow.graph private @{name}" for name in _GRAPH_NAME.findall(text)]
+    if "no-spatial-region" in checks:
+        runs.append(f"// RUN: {_command(target)} %s | FileCheck %s --check-prefix=NOREGION")
+        lines.append("// NOREGION-NOT: loom.spatial_region")
+    if not any(line.startswith("// CHECK") for line in lines):
+        lines.insert(0, "// CHECK: module")
+    return runs, lines
+
+
+def regression_test(bucket) -> str:
+    """The lit test of one minimized bucket (a row of the buckets table)."""
+    target = _target(bucket)
+    text = bucket["minimized_text"] or ""
+    kind = bucket["kind"]
+    command = _command(target)
+    stderr = bucket["minimized_stderr"] or ""
+    header = [
+        f"// Regression test for loom-fuzz triage bucket {bucket['id']} ({kind}).",
+        f"// Signature: {bucket['signature']}",
+    ]
+    if bucket["reproduction"] != "always":
+        header.append("// NOTE: flaky: this input fails on only some runs.")
+    runs: list[str] = []
+    checks: list[str] = []
+    if kind == "crash":
+        died_by_signal = bucket["minimized_signal"] is not None
+        _, message = raw_message(stderr)
+        if not message and bucket["type"] == "llvm-error":
+            message = bucket["message"]
+        pattern = filecheck_pattern(message) if message else ""
+        frames = json.loads(bucket["frames"] or "[]")
+        if pattern:
+            # the whole line as printed, from its failure keyword on
+            line = next((ln for ln in stderr.splitlines() if message in ln), message)
+            for keyword in ("Assertion", "LLVM ERROR:", "UNREACHABLE", "==ERROR:", "runtime error:"):
+                if keyword in line:
+                    line = line[line.index(keyword):]
+                    break
+            else:
+                line = message
+            checks.append(f"// CHECK: {filecheck_pattern(line)}")
+        elif died_by_signal and frames and "Stack dump:" in stderr:
+            checks.append("// CHECK: Stack dump:")
+            checks.append(f"// CHECK: {filecheck_pattern(frames[0])}")
+        prefix = "not --crash" if died_by_signal else "not"
+        if checks:
+            runs.append(f"// RUN: {prefix} {command} %s 2>&1 | FileCheck %s")
+        else:
+            runs.append(f"// RUN: {prefix} {command} %s")
+        header.append(
+            "// This test passes while the bug is there; once it is fixed, replace the RUN line "
+            "with a check of the expected output."
+        )
+    elif kind in ("unexpected-acceptance", "wrong-diagnostic"):
+        rule = _rule(target, text)
+        runs.append(f"// RUN: not {command} %s 2>&1 | FileCheck %s")
+        checks.append("// CHECK: error:")
+        if rule is not None and rule.stderr is not None and re.fullmatch(r"[\w .,'\-]+", rule.stderr.pattern):
+            checks.append(f"// CHECK-SAME: {rule.stderr.pattern}")
+        header.append("// This test checks the expected diagnostic: it fails until the bug is fixed.")
+    else:  # unexpected-rejection, wrong-output, timeout, oom: the expected output
+        extra, checks = _expected_output_checks(target, text)
+        runs.append(f"// RUN: {command} %s | FileCheck %s")
+        runs.extend(extra)
+        what = {"timeout": "hangs", "oom": "runs out of memory"}.get(kind, "misbehaves")
+        header.append(
+            f"// The target {what} on this program today: this test checks the expected "
+            "output and fails until the bug is fixed."
+        )
+    return "\n".join(header + runs + checks) + "\n\n" + text
+
+
+def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
+    d = {
+        "sha256": row["sha256"],
+        "paths": db.files_of(row["id"]),
+        "form": row["form"],
+        "tree": row["tree"],
+        "sites": row["sites"],
+        "lines": row["lines"],
+        "reproduction": row["reproduction"],
+        "hits": row["hits"],
+        "attempts": row["attempts"],
+        "outcome": row["outcome"],
+        "not_in_shape": row["not_in_shape"],
+    }
+    if with_reason:
+        d["reason"] = row["reason"]
+    return d
+
+
+def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
+    """The content of report.json."""
+    run = db.run(run_id) if run_id is not None else db.last_run()
+    run_json = None
+    if run is not None:
+        run_json = {
+            k: run[k]
+            for k in ("id", "started", "finished", "status", "resumed", "inputs", "new_members",
+                      "new_buckets", "repeat")
+        }
+        run_json["target"] = json.loads(run["target"]) if run["target"] else None
+    buckets = []
+    for b in db.buckets():
+        d = f"bucket-{b['id']}"
+        minimized = None
+        if b["minimized_text"] is not None:
+            minimized = {
+                "path": f"{d}/minimized.mlir",
+                "in_shape": bool(b["minimized_in_shape"]),
+                "tree": b["minimized_tree"],
+                "bytes": b["minimized_data"].hex() if b["minimized_data"] is not None else None,
+                "lines": b["minimized_lines"],
+                "sites": b["minimized_sites"],
+                "target_runs": b["min_runs"],
+                "verified": {"hits": b["minimized_hits"], "attempts": b["minimized_attempts"]},
+                "candidates_tested": b["min_evaluations"],
+                "seconds": b["min_seconds"],
+                "steps": json.loads(b["min_steps"] or "[]"),
+                "note": b["note"],
+            }
+        text_reduced = None
+        if b["text_reduced"] is not None:
+            text_reduced = {
+                "path": f"{d}/text-reduced.mlir",
+                "lines": b["text_reduced_lines"],
+                "target_runs": b["text_runs"],
+            }
+        buckets.append(
+            {
+                "id": b["id"],
+                "signature": b["signature"],
+                "kind": b["kind"],
+                "type": b["type"],
+                "message": b["message"],
+                "frames": json.loads(b["frames"] or "[]"),
+                "status": b["status"],
+                "first_seen": b["first_seen"],
+                "last_seen": b["last_seen"],
+                "first_run": b["first_run"],
+                "last_run": b["last_run"],
+                "members": b["count"],
+                "reproduction": b["reproduction"],
+                "minimized": minimized,
+                "text_reduced": text_reduced,
+                "regression_test": f"{d}/regression.mlir" if minimized else None,
+                "stderr": f"{d}/stderr.txt",
+                "inputs": [_member_json(db, m) for m in db.members(b["id"])],
+            }
+        )
+    return {
+        "schema": REPORT_SCHEMA,
+        "generated": now(),
+        "database": db.path,
+        "run": run_json,
+        "totals": db.counts(),
+        "buckets": buckets,
+        "not_reproducing": [_member_json(db, m, with_reason=True) for m in db.members(None)],
+    }
+
+
+def _cell(text) -> str:
+    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def report_markdown(data: dict) -> str:
+    lines = ["# loom-fuzz triage report", ""]
+    run = data.get("run")
+    if run:
+        target = run.get("target") or {}
+        lines.append(
+            f"Run {run['id']} ({run['status']}), {run['started']} - {run['finished'] or '...'}; "
+            f"target `{shlex.join(target.get('argv') or [])}`; each input run {run['repeat']} times."
+        )
+        lines.append("")
+    t = data["totals"]
+    lines.append(
+        f"{t['buckets']} bucket(s); {t['members']} distinct input program(s): {t['reproducing']} reproducing "
+        f"({t['flaky']} flaky), {t['not_reproducing']} not reproducing."
+    )
+    lines.append("")
+    lines.append("| bucket | status | kind | signature | members | reproduction | minimized (lines / sites) |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for b in data["buckets"]:
+        m = b["minimized"]
+        size = "-"
+        if m:
+            size = f"{m['lines']} / {m['sites'] if m['sites'] is not None else 'text'}"
+            if m["tree"]:
+                size += f" `{m['tree']}`"
+        repro = "always" if b["reproduction"] == "always" else "flaky"
+        link = f"[{b['id']}](bucket-{b['id']}/)"
+        lines.append(
+            f"| {link} | {b['status']} | {b['kind']} | `{_cell(b['signature'])}` | {b['members']} "
+            f"| {repro} | {_cell(size)} |"
+        )
+    lines.append("")
+    for b in data["buckets"]:
+        lines.append(f"## Bucket {b['id']}: {b['kind']} ({b['status']})")
+        lines.append("")
+        lines.append(f"- signature: `{_cell(b['signature'])}`")
+        m = b["minimized"]
+        if m:
+            shape = m["tree"] if m["in_shape"] else "text, not in the shape"
+            lines.append(
+                f"- minimized: [{m['path']}]({m['path']}) ({shape}; {m['lines']} lines; "
+                f"{m['target_runs']} target runs)"
+            )
+            lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
+        if b["text_reduced"]:
+            tr = b["text_reduced"]
+            lines.append(f"- text-reduced: [{tr['path']}]({tr['path']}) ({tr['lines']} lines)")
+        lines.append(f"- stderr: [{b['stderr']}]({b['stderr']})")
+        lines.append(f"- inputs ({b['members']}):")
+        for member in b["inputs"][:20]:
+            paths = ", ".join(member["paths"][:3]) + (" ..." if len(member["paths"]) > 3 else "")
+            lines.append(
+                f"  - `{_cell(paths)}` {member['reproduction']} ({member['hits']}/{member['attempts']})"
+                + (" - not in the shape" if member["form"] == "text" else "")
+            )
+        if len(b["inputs"]) > 20:
+            lines.append(f"  - ... {len(b['inputs']) - 20} more in report.json")
+        lines.append("")
+    nr = data["not_reproducing"]
+    lines.append(f"## Not reproducing ({len(nr)})")
+    lines.append("")
+    for member in nr[:50]:
+        lines.append(
+            f"- `{_cell(', '.join(member['paths'][:3]))}`: {member['outcome']} ({_cell(member['reason'])})"
+        )
+    if len(nr) > 50:
+        lines.append(f"- ... {len(nr) - 50} more in report.json")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | None = None) -> dict:
+    """Write every bucket's files, report.md and report.json; return the report data."""
+    out = Path(out_dir)
+    data = report_data(db, run_id=run_id)
+    for b in db.buckets():
+        d = out / f"bucket-{b['id']}"
+        if b["minimized_text"] is not None:
+            _write(d / "minimized.mlir", b["minimized_text"])
+            _write(d / "regression.mlir", regression_test(b))
+        stderr = b["minimized_stderr"]
+        if stderr is None:
+            rows = db.members(b["id"])
+            stderr = next((r["stderr"] for r in rows if r["stderr"]), "")
+        _write(d / "stderr.txt", stderr)
+        if b["text_reduced"] is not None:
+            _write(d / "text-reduced.mlir", b["text_reduced"])
+    _write(out / "report.json", json.dumps(data, indent=2) + "\n")
+    _write(out / "report.md", report_markdown(data))
+    return data
