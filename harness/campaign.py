@@ -1,0 +1,581 @@
+"""``loomfuzz fuzz``: an atheris/libFuzzer campaign around a fuzz target script.
+
+The campaign runs ``fuzz_targets/loom_opt_fuzzer.py`` (or, for ``--self``,
+``fuzz_targets/grammar_fuzzer.py``) as a subprocess of the current Python,
+streams libFuzzer's output, and prints a summary at the end.  It
+
+* seeds an empty corpus folder with encoded programs covering every site
+  variant (:func:`seed_corpus`), and warns about corpus entries it cannot read
+  or that are not canonical encodings (:func:`inspect_corpus`);
+* translates its options into libFuzzer flags (:func:`libfuzzer_flags`):
+  ``--time S`` -> ``-max_total_time=S``; ``--runs N`` -> ``-atheris_runs=N``
+  (``-runs=N`` in fork mode, where the parent counts the workers' runs);
+  ``--seed S`` -> ``-seed=S``; ``--jobs N`` -> ``-fork=N`` with
+  ``-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1`` so that one finding
+  does not stop the other workers (flags given after ``--`` win);
+* makes libFuzzer's fork-mode workers find this Python: they re-execute the
+  script through its ``#!/usr/bin/env python3`` shebang, so the folder of
+  ``sys.executable`` goes first on the child's ``PATH``;
+* counts, at the end, the executions, the corpus files before and after, and
+  the findings: the ``.json`` sidecars the fuzz target wrote into the
+  artifacts folder during this run, by kind.
+
+The helpers the fuzz target scripts share (splitting our ``--options`` from
+libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
+module imports only the standard library at start-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional, Sequence, TextIO
+
+__all__ = [
+    "CampaignConfig",
+    "CampaignError",
+    "CampaignResult",
+    "OPTION_ENV",
+    "build_command",
+    "child_env",
+    "ensure_flag",
+    "finding_kind",
+    "fuzz_target_script",
+    "has_flag",
+    "inspect_corpus",
+    "libfuzzer_flags",
+    "parse_summary",
+    "register_exit_hooks",
+    "run_campaign",
+    "seed_corpus",
+    "seed_programs",
+    "split_options",
+]
+
+#: Our options of the fuzz target scripts and the environment variables that
+#: carry them to libFuzzer's fork-mode workers (which get libFuzzer's argv only).
+OPTION_ENV: dict[str, str] = {
+    "target": "LOOMFUZZ_TARGET",
+    "loom-opt": "LOOMFUZZ_LOOM_OPT",
+    "pass-args": "LOOMFUZZ_PASS_ARGS",
+    "pipeline": "LOOMFUZZ_PIPELINE",
+    "expectations": "LOOMFUZZ_EXPECTATIONS",
+    "timeout": "LOOMFUZZ_TIMEOUT",
+    "memory-mb": "LOOMFUZZ_MEMORY_MB",
+    "artifacts": "LOOMFUZZ_ARTIFACTS",
+    "coverage": "LOOMFUZZ_COVERAGE",
+    "grammar-features": "LOOMFUZZ_GRAMMAR_FEATURES",
+}
+
+#: The line the fuzz target scripts print at exit (parsed by the campaign).
+SUMMARY_PREFIX = "loom-fuzz summary:"
+_SUMMARY = re.compile(
+    re.escape(SUMMARY_PREFIX) + r" (\d+) executions? in ([\d.]+) s"
+)
+_FORK_STATUS = re.compile(r"^#(\d+): cov: ")
+_STATUS = re.compile(r"^#(\d+)\s+(?:INITED|NEW|REDUCE|pulse|RELOAD|DONE)\b")
+_DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
+_STAT_RUNS = re.compile(r"^stat::number_of_executed_units: (\d+)")
+
+MAX_INPUT = 17  # harness.choices.SLOT_COUNT, without importing it here
+LIBFUZZER_INTERRUPTED = 72  # libFuzzer's -interrupt_exitcode default
+
+
+class CampaignError(Exception):
+    """The campaign cannot start; the message is one line for the user."""
+
+
+# ------------------------------------------------ options of the fuzz targets
+
+
+def split_options(
+    argv: Sequence[str], names: Iterable[str], *, prog: str = "fuzz target"
+) -> tuple[dict[str, str], list[str]]:
+    """Our ``--name VALUE`` / ``--name=VALUE`` options out of ``argv[1:]``.
+
+    Returns (values given, the rest: ``argv[0]`` plus libFuzzer's flags and
+    corpus folders, in order).  libFuzzer's flags take one dash, so any
+    ``--word`` is ours; an unknown one is an error (``SystemExit(2)``).
+    """
+    known = set(names)
+    values: dict[str, str] = {}
+    rest = [argv[0]] if argv else ["fuzz"]
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, value = arg[2:].partition("=")
+            if name not in known:
+                print(f"{prog}: error: unknown option --{name} (ours: "
+                      f"{', '.join('--' + n for n in sorted(known))}; libFuzzer flags take one dash: "
+                      "-flag=value)", file=sys.stderr)
+                raise SystemExit(2)
+            if not eq:
+                if i + 1 >= len(args):
+                    print(f"{prog}: error: --{name} needs a value", file=sys.stderr)
+                    raise SystemExit(2)
+                i += 1
+                value = args[i]
+            values[name] = value
+        else:
+            rest.append(arg)
+        i += 1
+    return values, rest
+
+
+def options_with_env(values: dict[str, str], names: Iterable[str]) -> dict[str, str]:
+    """``values`` completed from the environment, and exported to it, so that
+    libFuzzer's re-executed workers (fork mode) see the same options."""
+    merged = {}
+    for name in names:
+        env = OPTION_ENV[name]
+        if name in values:
+            merged[name] = values[name]
+            os.environ[env] = values[name]
+        elif env in os.environ:
+            merged[name] = os.environ[env]
+    return merged
+
+
+def has_flag(flags: Sequence[str], name: str) -> bool:
+    prefix = f"-{name}="
+    return any(f.startswith(prefix) for f in flags)
+
+
+def flag_value(flags: Sequence[str], name: str) -> Optional[str]:
+    prefix = f"-{name}="
+    value = None
+    for f in flags:
+        if f.startswith(prefix):
+            value = f[len(prefix):]
+    return value
+
+
+def ensure_flag(flags: list[str], name: str, value: str) -> None:
+    """Append ``-name=value`` unless the flag is already given."""
+    if not has_flag(flags, name):
+        flags.append(f"-{name}={value}")
+
+
+_EXIT_HOOKS: list = []  # ctypes trampolines must live as long as the process
+
+
+def register_exit_hooks(callback: Callable[[], None]) -> None:
+    """Run ``callback`` however a fuzz target ends: Python's ``atexit`` covers
+    atheris' ``-atheris_runs`` and an uncaught exception; C's ``on_exit``
+    covers libFuzzer's own ``exit()`` (e.g. after ``-max_total_time``), which
+    skips Python's.  ``callback`` must tolerate being called twice."""
+    import atexit
+    import ctypes
+
+    atexit.register(callback)
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        hook = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)(lambda status, arg: callback())
+        if libc.on_exit(hook, None) == 0:
+            _EXIT_HOOKS.append(hook)
+    except (OSError, AttributeError):  # not glibc: Python's atexit only
+        pass
+
+
+# ---------------------------------------------------------------- locations
+
+
+def fuzz_target_script(self_test: bool = False) -> Path:
+    """The fuzz target script in the source tree next to the ``harness`` package."""
+    import harness
+
+    folder = Path(harness.__file__).resolve().parent.parent / "fuzz_targets"
+    script = folder / ("grammar_fuzzer.py" if self_test else "loom_opt_fuzzer.py")
+    if not script.is_file():
+        raise CampaignError(
+            f"fuzz target {script.name} not found in {folder}: loomfuzz fuzz needs the "
+            "source tree (install it with pip install -e .)"
+        )
+    if not os.access(script, os.X_OK):
+        raise CampaignError(
+            f"fuzz target {script} is not executable (libFuzzer's fork mode runs it "
+            f"directly): chmod +x {script}"
+        )
+    return script
+
+
+def child_env(base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The environment of the fuzz target: this Python's folder first on PATH,
+    so that ``#!/usr/bin/env python3`` finds the same interpreter (and its
+    atheris) when libFuzzer re-executes the script in fork mode."""
+    env = dict(os.environ if base is None else base)
+    bindir = str(Path(sys.executable).parent)
+    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir]
+    env["PATH"] = os.pathsep.join([bindir, *parts])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+# -------------------------------------------------------------------- corpus
+
+
+def seed_programs(count: int = 48, seed: int = 0) -> list[bytes]:
+    """Encoded programs for an empty corpus: every site variant once (alone,
+    wrapped in each thread position), then programs drawn from the PCFG."""
+    from harness.codec import encode
+    from harness.engine import generate
+    from harness.tree import ALL_SITES, Program, Thread
+
+    programs = []
+    for index, site in enumerate(ALL_SITES):
+        icall = bool(index % 2)
+        if index % 3 == 2:  # some in the second thread of two
+            programs.append(Program((Thread(icall, (ALL_SITES[0],)), Thread(not icall, (site,)))))
+        else:
+            programs.append(Program((Thread(icall, (site,)),)))
+    for program in generate("fast", seed):
+        if len(programs) >= max(count, len(ALL_SITES)):
+            break
+        programs.append(program)
+    out, seen = [], set()
+    for program in programs:
+        data = encode(program) or b"\0"  # libFuzzer skips empty files
+        if data not in seen:
+            seen.add(data)
+            out.append(data)
+    return out
+
+
+def seed_corpus(corpus: Path, count: int = 48, seed: int = 0) -> int:
+    """Write :func:`seed_programs` into ``corpus`` (named by SHA-1, as libFuzzer
+    names its files); returns how many files were written."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for data in seed_programs(count, seed):
+        path = corpus / hashlib.sha1(data).hexdigest()
+        if not path.exists():
+            path.write_bytes(data)
+            written += 1
+    return written
+
+
+@dataclass
+class CorpusReport:
+    readable: int = 0
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    empty: list[str] = field(default_factory=list)
+    noncanonical: list[str] = field(default_factory=list)
+
+
+def _corpus_entries(corpus: Path) -> list[Path]:
+    entries = []
+    for root, dirs, files in os.walk(corpus):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        entries.extend(Path(root) / f for f in sorted(files))
+    return entries
+
+
+def inspect_corpus(corpus: Path) -> CorpusReport:
+    """Read every corpus file once: unreadable, empty and non-canonical ones."""
+    from harness.codec import decode, encode
+
+    report = CorpusReport()
+    for path in _corpus_entries(corpus):
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block: never open it
+                report.unreadable.append((str(path), "not a regular file"))
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_INPUT + 1)
+        except OSError as error:
+            report.unreadable.append((str(path), error.strerror or str(error)))
+            continue
+        if not data:
+            report.empty.append(str(path))
+            continue
+        report.readable += 1
+        if len(data) > MAX_INPUT or data.rstrip(b"\0") != encode(decode(data)):
+            report.noncanonical.append(str(path))
+    return report
+
+
+def count_files(folder: Path) -> int:
+    if not folder.is_dir():
+        return 0
+    return sum(1 for path in _corpus_entries(folder) if path.is_file())
+
+
+# ---------------------------------------------------------------- campaign
+
+
+@dataclass
+class CampaignConfig:
+    corpus: Path
+    artifacts: Path
+    self_test: bool = False
+    target: str = "loom-opt"
+    loom_opt: Optional[str] = None  # an absolute binary path, resolved by the caller
+    pass_args: Optional[str] = None
+    pipeline: Optional[str] = None
+    expectations: Optional[str] = None
+    timeout: Optional[float] = None
+    coverage: str = "none"
+    grammar_features: str = "auto"
+    time: Optional[int] = None
+    runs: Optional[int] = None
+    jobs: int = 1
+    seed: Optional[int] = None
+    seed_count: int = 48
+    libfuzzer_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
+
+
+@dataclass
+class CampaignResult:
+    returncode: int  # of the fuzz target process
+    executions: Optional[int]
+    seconds: float  # wall clock of the whole run
+    rate_seconds: Optional[float]  # the time the executions took, when known
+    corpus_before: int
+    corpus_after: int
+    findings: dict[str, list[dict]]  # kind -> sidecar records
+    orphans: list[str]  # crash files without a sidecar (errors of the harness itself)
+    interrupted: bool = False
+
+    @property
+    def finding_count(self) -> int:
+        return sum(len(v) for v in self.findings.values())
+
+    @property
+    def exec_per_second(self) -> Optional[float]:
+        if self.executions is None:
+            return None
+        seconds = self.rate_seconds or self.seconds
+        return self.executions / seconds if seconds > 0 else None
+
+
+def libfuzzer_flags(config: CampaignConfig) -> list[str]:
+    """libFuzzer flags for the config; explicit ``libfuzzer_args`` come last and win."""
+    user = list(config.libfuzzer_args)
+    flags: list[str] = []
+    fork = config.jobs > 1
+
+    def add(name: str, value) -> None:
+        if not has_flag(user, name):
+            flags.append(f"-{name}={value}")
+
+    if config.time is not None:
+        add("max_total_time", config.time)
+    if config.runs is not None:
+        if fork or has_flag(user, "fork") or has_flag(user, "jobs"):
+            add("runs", config.runs)
+        else:
+            add("atheris_runs", config.runs)
+    if config.seed is not None:
+        add("seed", config.seed)
+    if fork:
+        add("fork", config.jobs)
+        add("ignore_crashes", 1)
+        add("ignore_timeouts", 1)
+        add("ignore_ooms", 1)
+    add("artifact_prefix", str(config.artifacts.resolve()) + os.sep)
+    return flags + user
+
+
+def build_command(config: CampaignConfig, script: Path) -> list[str]:
+    """The fuzz target's command line: this Python, the script, our options,
+    the corpus folder, libFuzzer's flags."""
+    command = [sys.executable, str(script)]
+    if not config.self_test:
+        command.append(f"--target={config.target}")
+        if config.loom_opt:
+            command.append(f"--loom-opt={config.loom_opt}")
+        if config.pass_args is not None:
+            command.append(f"--pass-args={config.pass_args}")
+        if config.pipeline is not None:
+            command.append(f"--pipeline={config.pipeline}")
+        if config.expectations is not None:
+            command.append(f"--expectations={os.path.abspath(config.expectations)}")
+        if config.timeout is not None:
+            command.append(f"--timeout={config.timeout:g}")
+        if config.coverage and config.coverage != "none":
+            command.append(f"--coverage={config.coverage}")
+        if config.grammar_features != "auto":
+            command.append(f"--grammar-features={config.grammar_features}")
+    command.append(f"--artifacts={config.artifacts.resolve()}")
+    command.extend(libfuzzer_flags(config))
+    command.append(str(config.corpus.resolve()))
+    return command
+
+
+def parse_summary(line: str) -> Optional[tuple[int, float]]:
+    """(executions, seconds) from a fuzz target's summary line."""
+    match = _SUMMARY.search(line)
+    return (int(match.group(1)), float(match.group(2))) if match else None
+
+
+def finding_kind(record: Mapping) -> str:
+    """A finding's kind from its sidecar: crash, timeout, oom, output-check, or
+    unexpected-<outcome> (an outcome the expectations contradict)."""
+    outcome = str(record.get("outcome", "unknown"))
+    if outcome in ("crash", "timeout", "oom"):
+        return outcome
+    if str(record.get("why", "")).startswith("output check failed"):
+        return "output-check"
+    return f"unexpected-{outcome}"
+
+
+def _sidecars(artifacts: Path) -> set[str]:
+    if not artifacts.is_dir():
+        return set()
+    return {p.name for p in artifacts.iterdir() if p.suffix == ".json" and not p.name.startswith(".")}
+
+
+def _crash_files(artifacts: Path) -> set[str]:
+    if not artifacts.is_dir():
+        return set()
+    return {
+        p.name for p in artifacts.iterdir()
+        if re.fullmatch(r"(crash|timeout|oom|leak|slow-unit)-[0-9a-f]{40}", p.name)
+    }
+
+
+class _Progress:
+    """Parses the fuzz target's output while it streams through."""
+
+    def __init__(self) -> None:
+        self.summary: Optional[tuple[int, float]] = None
+        self.fork_runs: Optional[int] = None
+        self.status_runs: Optional[int] = None
+        self.done_runs: Optional[int] = None
+        self.stat_runs: Optional[int] = None
+
+    def feed(self, line: str) -> None:
+        summary = parse_summary(line)
+        if summary:
+            self.summary = summary
+            return
+        for pattern, attr in ((_FORK_STATUS, "fork_runs"), (_STATUS, "status_runs"),
+                              (_DONE, "done_runs"), (_STAT_RUNS, "stat_runs")):
+            match = pattern.match(line)
+            if match:
+                setattr(self, attr, int(match.group(1)))
+                return
+
+    def executions(self) -> tuple[Optional[int], Optional[float]]:
+        if self.fork_runs is not None:
+            return self.fork_runs, None
+        if self.summary is not None:
+            return self.summary
+        for runs in (self.stat_runs, self.done_runs, self.status_runs):
+            if runs is not None:
+                return runs, None
+        return None, None
+
+
+def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr) -> CampaignResult:
+    """Run the fuzz target to its end, streaming its output to ``out``."""
+    config.corpus.mkdir(parents=True, exist_ok=True)
+    config.artifacts.mkdir(parents=True, exist_ok=True)
+    corpus_before = count_files(config.corpus)
+    sidecars_before = _sidecars(config.artifacts)
+    crashes_before = _crash_files(config.artifacts)
+    command = build_command(config, script)
+    env = child_env()
+    env.update(config.env)
+    print(f"loomfuzz fuzz: {shlex.join(command)}", file=out, flush=True)
+    progress = _Progress()
+    interrupted = False
+    start = time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    assert proc.stdout is not None
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", errors="replace")
+            out.write(line)
+            out.flush()
+            progress.feed(line.rstrip("\n"))
+        proc.wait()
+    except KeyboardInterrupt:
+        # From a terminal the child got the same SIGINT; otherwise pass it on.
+        # Then let it finish its output before summarising.
+        interrupted = True
+        try:
+            proc.send_signal(signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        try:
+            for raw in proc.stdout:
+                line = raw.decode("utf-8", errors="replace")
+                out.write(line)
+                progress.feed(line.rstrip("\n"))
+            proc.wait(timeout=30)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+    seconds = time.monotonic() - start
+    if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
+        interrupted = True
+    executions, rate_seconds = progress.executions()
+    findings: dict[str, list[dict]] = {}
+    new_sidecars = sorted(_sidecars(config.artifacts) - sidecars_before)
+    for name in new_sidecars:
+        try:
+            record = json.loads((config.artifacts / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or "outcome" not in record:
+            continue
+        findings.setdefault(finding_kind(record), []).append(record)
+    stems = {name[: -len(".json")] for name in new_sidecars}
+    orphans = sorted(n for n in _crash_files(config.artifacts) - crashes_before if n not in stems)
+    return CampaignResult(
+        returncode=proc.returncode,
+        executions=executions,
+        seconds=seconds,
+        rate_seconds=rate_seconds,
+        corpus_before=corpus_before,
+        corpus_after=count_files(config.corpus),
+        findings=findings,
+        orphans=orphans,
+        interrupted=interrupted,
+    )
+
+
+def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
+    """The summary printed at the end of ``loomfuzz fuzz``."""
+    lines = ["loomfuzz fuzz: summary"]
+    if result.executions is None:
+        lines.append(f"  executions:  unknown (the run took {result.seconds:.1f} s)")
+    else:
+        rate = result.exec_per_second
+        over = result.rate_seconds or result.seconds
+        lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s)"
+                     if rate is not None else f"  executions:  {result.executions}")
+    lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
+    if result.findings:
+        kinds = ", ".join(f"{kind}: {len(records)}" for kind, records in sorted(result.findings.items()))
+        lines.append(f"  findings:    {result.finding_count} ({kinds}) in {config.artifacts}")
+        shown = 0
+        for kind, records in sorted(result.findings.items()):
+            for record in records:
+                if shown == 10:
+                    lines.append("               ...")
+                    break
+                lines.append(f"               {record.get('name')}: {record.get('why') or record.get('reason')}")
+                shown += 1
+    else:
+        lines.append("  findings:    none")
+    if result.orphans:
+        lines.append(
+            f"  harness errors: {len(result.orphans)} crash file(s) without a sidecar "
+            f"(an exception in loom-fuzz itself? see the output above): {', '.join(result.orphans[:5])}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,215 @@
+"""``loomfuzz fuzz``: a coverage-guided atheris campaign against loom-opt or mlir-opt."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EPILOG = """\
+The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
+--self), run by this Python.  An empty corpus folder is seeded with programs
+covering every site variant.  Each finding leaves crash-<sha1> (the input:
+`loomfuzz decode` prints its program) and crash-<sha1>.mlir / .json (the
+program as the target read it; the command, outcome and stderr) in the
+artifacts folder.  Flags after `--` go to libFuzzer (e.g. -- -timeout=60
+-rss_limit_mb=4096); they win over the ones loomfuzz derives.  A single process
+stops at its first finding (libFuzzer's way); with --jobs N the workers keep
+going (-ignore_crashes=1) and their findings gather in the artifacts folder.
+
+Exit status: 0 no finding, 1 findings (or the target cannot be found),
+2 the fuzz target failed without a finding, 130 interrupted.
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("--target", choices=("loom-opt", "mlir-opt"), default="loom-opt",
+                        help="loom-opt (canonical programs, default) or upstream mlir-opt-22 "
+                             "(oracle rendering)")
+    parser.add_argument("--loom-opt", metavar="PATH",
+                        help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
+                             "loom-raise-opt on PATH)")
+    parser.add_argument("--pass-args", metavar='"ARGS"',
+                        help="the target's arguments, one shell-quoted string; write "
+                             "--pass-args='--flag ...' with '=' (default: --loom-lower-for-to-graph; "
+                             "for mlir-opt --allow-unregistered-dialect)")
+    parser.add_argument("--pipeline", help="a pass pipeline: flags (-x) or a textual pipeline for "
+                                           "--pass-pipeline=")
+    parser.add_argument("--expectations", metavar="PATH",
+                        help="expectations JSON (default: the built-in ones of the target)")
+    parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
+                        help="corpus folder, seeded when empty (default: corpus)")
+    parser.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
+                        help="findings folder (default: artifacts)")
+    parser.add_argument("--time", type=_positive_int, metavar="S",
+                        help="stop after S seconds (-max_total_time)")
+    parser.add_argument("--runs", type=_positive_int, metavar="N",
+                        help="stop after N executions (-atheris_runs; -runs with --jobs)")
+    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+                        help="N worker processes (libFuzzer fork mode, -fork=N)")
+    parser.add_argument("--seed", type=int, metavar="S", help="libFuzzer's random seed (-seed)")
+    parser.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
+                        help="time limit of one target run, seconds (default 10)")
+    parser.add_argument("--coverage", choices=("none", "afl"), default="none",
+                        help="afl: edge coverage from an AFL++-instrumented target (default none)")
+    parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
+                        help="structural feedback from the program's shape and the outcome; "
+                             "auto (default): on without --coverage, off with it")
+    parser.add_argument("--self", dest="self_test", action="store_true",
+                        help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
+                             "instead of a target")
+    parser.add_argument("libfuzzer", nargs="*", metavar="-- LIBFUZZER_FLAG",
+                        help="flags for libFuzzer, after --")
+
+
+def _error(message: str, status: int = 1) -> int:
+    print(f"loomfuzz fuzz: error: {message}", file=sys.stderr)
+    return status
+
+
+def _warn(message: str) -> None:
+    print(f"loomfuzz fuzz: warning: {message}", file=sys.stderr)
+
+
+def _note(message: str) -> None:
+    print(f"loomfuzz fuzz: {message}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+    import shlex
+
+    from harness.campaign import (
+        CampaignConfig,
+        CampaignError,
+        format_summary,
+        fuzz_target_script,
+        inspect_corpus,
+        run_campaign,
+        seed_corpus,
+    )
+
+    bad_flags = [f for f in args.libfuzzer if not f.startswith("-")]
+    if bad_flags:
+        return _error(f"libFuzzer flags after -- start with '-': {' '.join(bad_flags)} "
+                      "(use --corpus for the corpus folder)", 2)
+
+    env: dict[str, str] = {}
+    loom_opt = None
+    if not args.self_test:
+        from harness.expectations import ExpectationsError
+        from harness.runner import TargetNotFound, resolve_target
+
+        try:
+            pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
+        except ValueError as error:
+            return _error(f"--pass-args: {error}", 2)
+        try:
+            target = resolve_target(
+                args.target,
+                loom_opt=args.loom_opt,
+                pass_args=pass_args,
+                pipeline=args.pipeline,
+                timeout=args.timeout,
+                expectations_path=args.expectations,
+            )
+        except (TargetNotFound, ExpectationsError) as error:
+            return _error(str(error))
+        if args.target == "loom-opt":
+            loom_opt = target.argv[0]
+        else:
+            env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
+        if args.coverage != "none" and importlib.util.find_spec("harness.coverage") is None:
+            return _error(f"--coverage {args.coverage} needs the coverage bridge (harness/coverage.py), "
+                          "which this version of loom-fuzz does not have yet; run without --coverage")
+
+    try:
+        script = fuzz_target_script(args.self_test)
+    except CampaignError as error:
+        return _error(str(error))
+
+    corpus: Path = args.corpus
+    if corpus.exists() and not corpus.is_dir():
+        return _error(f"--corpus {corpus} is not a folder")
+    if args.artifacts.exists() and not args.artifacts.is_dir():
+        return _error(f"--artifacts {args.artifacts} is not a folder")
+    try:
+        corpus.mkdir(parents=True, exist_ok=True)
+        args.artifacts.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return _error(f"cannot create {error.filename}: {error.strerror}")
+
+    report = inspect_corpus(corpus)
+    for path, reason in report.unreadable[:10]:
+        _warn(f"cannot read corpus file {path}: {reason}; skipped (libFuzzer skips or runs it as an "
+              "empty input)")
+    if len(report.unreadable) > 10:
+        _warn(f"... and {len(report.unreadable) - 10} more unreadable corpus files")
+    if report.empty:
+        _note(f"{len(report.empty)} empty corpus file(s) (libFuzzer skips them), e.g. {report.empty[0]}")
+    if report.noncanonical:
+        _note(f"{len(report.noncanonical)} corpus file(s) are not canonical program encodings "
+              f"(e.g. {report.noncanonical[0]}); they are used as they are: every byte string "
+              "decodes to a program (bytes past the 17th are ignored)")
+    if report.readable == 0:
+        try:
+            written = seed_corpus(corpus)
+        except OSError as error:
+            return _error(f"cannot seed the corpus {corpus}: {error.strerror or error}")
+        _note(f"seeded {corpus} with {written} programs (every site variant, then PCFG draws)")
+
+    config = CampaignConfig(
+        corpus=corpus,
+        artifacts=args.artifacts,
+        self_test=args.self_test,
+        target=args.target,
+        loom_opt=loom_opt,
+        pass_args=args.pass_args,
+        pipeline=args.pipeline,
+        expectations=args.expectations,
+        timeout=args.timeout,
+        coverage=args.coverage,
+        grammar_features=args.grammar_features,
+        time=args.time,
+        runs=args.runs,
+        jobs=args.jobs,
+        seed=args.seed,
+        libfuzzer_args=list(args.libfuzzer),
+        env=env,
+    )
+    try:
+        result = run_campaign(config, script)
+    except OSError as error:
+        return _error(f"cannot run {script}: {error.strerror or error}")
+    sys.stderr.flush()
+    print(format_summary(config, result), flush=True)
+    if result.interrupted:
+        return 130
+    if result.finding_count:
+        return 1
+    if result.orphans or result.returncode != 0:
+        return _error(f"the fuzz target exited with status {result.returncode} without a finding "
+                      "(see its output above)", 2)
+    return 0

@@ -1,0 +1,369 @@
+"""``loomfuzz fuzz`` and the atheris fuzz targets, run for real.
+
+Real subprocesses of the CLI, real atheris/libFuzzer, real mlir-opt-22, and
+the planted-bug fake loom-opt (tests/fixtures/fake_loom_opt.c).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.campaign import (
+    CampaignConfig,
+    build_command,
+    child_env,
+    finding_kind,
+    fuzz_target_script,
+    inspect_corpus,
+    libfuzzer_flags,
+    parse_summary,
+    seed_corpus,
+    seed_programs,
+    split_options,
+)
+from harness.checker import check_text
+from harness.codec import decode
+from harness.renderer import render
+from harness.tree import ALL_SITES, Body, Nesting
+
+REPO = Path(harness.__file__).resolve().parent.parent
+TARGETS = REPO / "fuzz_targets"
+CRASH = re.compile(r"crash-[0-9a-f]{40}")
+SIDECAR_FIELDS = {
+    "name", "target", "command", "outcome", "returncode", "signal", "signal_name", "reason",
+    "duration", "stderr_tail", "stdout_tail", "expected", "rule", "finding", "why",
+}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without our option variables (they would change defaults)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LOOMFUZZ_") and k not in ("LOOM_OPT", "MLIR_OPT")}
+    env.update(extra)
+    return env
+
+
+def loomfuzz(*args, cwd: Path, env: dict | None = None, timeout: float = 300,
+             python: list[str] | None = None) -> subprocess.CompletedProcess:
+    command = python or [sys.executable, "-m", "harness.cli"]
+    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          env=env or clean_env(), timeout=timeout)
+
+
+def crash_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if CRASH.fullmatch(p.name)) if folder.is_dir() else []
+
+
+def corpus_sizes(stdout: str) -> tuple[int, int]:
+    match = re.search(r"corpus:\s+(\d+) -> (\d+) files", stdout)
+    assert match, stdout
+    return int(match.group(1)), int(match.group(2))
+
+
+def executions(stdout: str) -> int:
+    match = re.search(r"executions:\s+(\d+)", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+# ------------------------------------------------------------- real campaigns
+
+
+def test_fake_target_crash_is_found_with_sidecars(fake_loom_opt, tmp_path):
+    corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
+    corpus.mkdir()
+    (corpus / "smallest").write_bytes(b"\0")  # no planted bug: the fuzzer has to get there
+    result = loomfuzz(
+        "fuzz", "--loom-opt", fake_loom_opt,
+        "--pass-args", "--plant=assert,segv --loom-lower-for-to-graph",
+        "--corpus", corpus, "--artifacts", artifacts, "--runs", 20000, "--seed", 7,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"findings:\s+1 \(crash: 1\)", result.stdout), result.stdout
+    crashes = crash_files(artifacts)
+    assert len(crashes) == 1, os.listdir(artifacts)
+    crash = crashes[0]
+    data = crash.read_bytes()
+    assert crash.name == "crash-" + hashlib.sha1(data).hexdigest()  # what atheris calls it
+    record = json.loads((artifacts / f"{crash.name}.json").read_text())
+    assert SIDECAR_FIELDS <= set(record), set(record)
+    assert record["name"] == crash.name and record["finding"] is True
+    assert record["outcome"] == "crash"
+    assert record["signal_name"] in ("SIGABRT", "SIGSEGV"), record
+    assert record["target"]["argv"] == [fake_loom_opt, "--plant=assert,segv", "--loom-lower-for-to-graph"]
+    assert record["command"].endswith(f"< {crash.name}.mlir")
+    assert "Stack dump" in record["stderr_tail"]
+    program_text = (artifacts / f"{crash.name}.mlir").read_text()
+    assert check_text(program_text) == []
+    # the planted shapes: freeze in scf.for (assert), memory in scf.if (segv)
+    sites = [s for t in decode(data).threads for s in t.sites]
+    assert any((s.nesting, s.body) in ((Nesting.FOR, Body.FREEZE), (Nesting.IF, Body.MEMORY)) for s in sites)
+    # `loomfuzz decode` of the crash file prints the sidecar's program
+    decoded = loomfuzz("decode", crash, cwd=tmp_path)
+    assert decoded.returncode == 0, decoded.stderr
+    comment, text = decoded.stdout.split("\n", 1)
+    assert comment.startswith(f"// {crash}: ")
+    assert text == program_text
+    assert "Finding: loom-opt: crash" in result.stderr  # atheris printed our exception
+
+
+def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
+    corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
+    result = loomfuzz("fuzz", "--target", "mlir-opt", "--runs", 250, "--seed", 2,
+                      "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path,
+                      env=clean_env(MLIR_OPT=mlir_opt))
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "seeded" in result.stderr
+    before, after = corpus_sizes(result.stdout)
+    assert before >= len(ALL_SITES) and after > before
+    assert after == len([p for p in corpus.iterdir() if p.is_file()])
+    assert executions(result.stdout) == 250
+    assert re.search(r"\d+\.\d/s", result.stdout)
+    assert "findings:    none" in result.stdout
+    assert list(artifacts.iterdir()) == []
+    assert "loom-fuzz summary: 250 executions" in result.stderr
+
+
+def test_fork_mode_collects_findings_in_one_folder(fake_loom_opt, tmp_path):
+    corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
+    # a PATH whose python3 (if any) is not this one: the workers re-execute the
+    # script through `#!/usr/bin/env python3`, so the campaign must put this
+    # Python's folder first
+    env = clean_env(PATH="/usr/bin:/bin")
+    result = loomfuzz("fuzz", "--loom-opt", fake_loom_opt, "--jobs", 2, "--runs", 300, "--seed", 5,
+                      "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path, env=env)
+    assert "-fork=2" in result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    crashes = crash_files(artifacts)
+    sidecars = sorted(artifacts.glob("crash-*.json"))
+    assert len(crashes) >= 1 and "exit 127" not in result.stderr
+    assert {c.name for c in crashes} == {s.stem for s in sidecars}  # one folder, nothing orphaned
+    for crash in crashes:
+        assert (artifacts / f"{crash.name}.mlir").is_file()
+        record = json.loads((artifacts / f"{crash.name}.json").read_text())
+        assert record["finding"] and record["outcome"] == "crash"
+    match = re.search(r"findings:\s+(\d+) \(", result.stdout)
+    assert match and int(match.group(1)) == len(sidecars)
+    assert executions(result.stdout) >= 300
+
+
+def test_self_fuzz_finds_nothing(tmp_path):
+    corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
+    result = loomfuzz("fuzz", "--self", "--runs", 20000, "--seed", 3,
+                      "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "grammar_fuzzer.py" in result.stderr
+    assert executions(result.stdout) == 20000
+    assert crash_files(artifacts) == [] and list(artifacts.iterdir()) == []
+    assert "findings:    none" in result.stdout
+
+
+def test_time_limit_ends_cleanly_with_a_summary(fake_loom_opt, tmp_path):
+    """-max_total_time ends in libFuzzer's exit(), which skips Python's atexit:
+    the fuzz target's summary comes from its C-level exit hook."""
+    result = loomfuzz("fuzz", "--loom-opt", fake_loom_opt, "--pass-args=--plant=none",
+                      "--time", 2, "--corpus", tmp_path / "corpus", "--artifacts", tmp_path / "artifacts",
+                      cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "-max_total_time=2" in result.stderr
+    assert re.search(r"loom-fuzz summary: \d+ executions in [\d.]+ s", result.stderr)
+    assert executions(result.stdout) > 20
+
+
+# ------------------------------------------------------------ failing early
+
+
+def test_missing_loom_opt_is_one_line_before_atheris(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = clean_env(PATH=os.pathsep.join([str(empty), str(Path(sys.executable).parent)]))
+    result = loomfuzz("fuzz", "--runs", 5, cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("loomfuzz fuzz: error: ")
+    assert "--loom-opt PATH" in lines[0] and "LOOM_OPT" in lines[0]
+    assert not (tmp_path / "corpus").exists()  # nothing started
+
+    result = loomfuzz("fuzz", "--loom-opt", tmp_path / "nope", "--runs", 5, cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "nope" in result.stderr
+
+    result = loomfuzz("fuzz", "--target", "mlir-opt", "--runs", 5, cwd=tmp_path,
+                      env={**env, "MLIR_OPT": str(tmp_path / "no-mlir-opt")})
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "no-mlir-opt" in result.stderr
+
+
+def test_fuzz_target_script_missing_binary_fails_before_libfuzzer(tmp_path):
+    env = child_env(clean_env())
+    result = subprocess.run([str(TARGETS / "loom_opt_fuzzer.py"), "--loom-opt", str(tmp_path / "nope"),
+                             "-atheris_runs=3"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"loom_opt_fuzzer: error: loom-opt binary '{tmp_path / 'nope'}' does not exist or is not executable"
+    ]
+
+
+def test_unreadable_and_garbage_corpus_files(fake_loom_opt, tmp_path):
+    corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
+    corpus.mkdir()
+    (corpus / "gone").symlink_to(tmp_path / "does-not-exist")
+    locked = corpus / "locked"
+    locked.write_bytes(b"\x80\x80")
+    locked.chmod(0)
+    (corpus / "garbage").write_bytes(bytes(range(256)) * 3)
+    (corpus / "empty").write_bytes(b"")
+    os.mkfifo(corpus / "fifo")
+    result = loomfuzz("fuzz", "--loom-opt", fake_loom_opt,
+                      "--pass-args", "--plant=none --loom-lower-for-to-graph",
+                      "--corpus", corpus, "--artifacts", artifacts, "--runs", 200, "--seed", 1,
+                      cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert re.search(r"warning: cannot read corpus file \S*gone: No such file or directory", result.stderr)
+    assert re.search(r"warning: cannot read corpus file \S*fifo: not a regular file", result.stderr)
+    if os.geteuid() != 0:  # root reads mode-000 files anyway
+        assert re.search(r"warning: cannot read corpus file \S*locked: Permission denied", result.stderr)
+    assert "not canonical program encodings" in result.stderr and "garbage" in result.stderr
+    assert "empty corpus file" in result.stderr
+    assert "seeded" not in result.stderr  # readable files: not an empty corpus
+    assert executions(result.stdout) == 200
+    assert "findings:    none" in result.stdout
+
+
+def _without_coverage_module(*args: str) -> list[str]:
+    code = ("import sys; sys.modules['harness.coverage'] = None\n"
+            "from harness.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    return [sys.executable, "-c", code, *args]
+
+
+def test_coverage_without_the_bridge_is_a_clear_error(fake_loom_opt, tmp_path):
+    result = subprocess.run(_without_coverage_module("fuzz", "--loom-opt", fake_loom_opt, "--coverage", "afl",
+                                                     "--runs", "5"),
+                            capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "harness/coverage.py" in lines[0], result.stderr
+    script = TARGETS / "loom_opt_fuzzer.py"
+    code = ("import sys, runpy; sys.modules['harness.coverage'] = None\n"
+            f"sys.argv = [{str(script)!r}, '--loom-opt', {fake_loom_opt!r}, '--coverage', 'afl', "
+            "'-atheris_runs=2']\n"
+            f"runpy.run_path({str(script)!r}, run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                            env=clean_env(), timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "loom_opt_fuzzer: error: --coverage afl needs the coverage bridge (harness/coverage.py)")
+
+
+def test_libfuzzer_flags_must_follow_double_dash(fake_loom_opt, tmp_path):
+    result = loomfuzz("fuzz", "--loom-opt", fake_loom_opt, "--", "somedir", cwd=tmp_path)
+    assert result.returncode == 2 and "start with '-'" in result.stderr
+
+
+# --------------------------------------------------------------- the pieces
+
+
+def test_fuzz_targets_are_executable_scripts():
+    for name in ("loom_opt_fuzzer.py", "grammar_fuzzer.py"):
+        script = TARGETS / name
+        assert os.access(script, os.X_OK), script
+        assert script.read_text().startswith("#!/usr/bin/env python3\n")
+        source = script.read_text()
+        assert "import fuzzingbook" not in source and "from fuzzingbook" not in source
+    assert fuzz_target_script() == TARGETS / "loom_opt_fuzzer.py"
+    assert fuzz_target_script(True) == TARGETS / "grammar_fuzzer.py"
+
+
+def test_fuzz_target_imports_stay_light():
+    code = ("import runpy, sys\n"
+            "sys.argv = ['x', '--help']\n"
+            f"runpy.run_path({str(TARGETS / 'loom_opt_fuzzer.py')!r}, run_name='__main__')\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('fuzzingbook', 'numpy', 'scipy', 'IPython', 'pandas', 'tqdm'))\n"
+            "print('HEAVY', heavy)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+
+
+def test_libfuzzer_flags_from_options(tmp_path):
+    config = CampaignConfig(corpus=tmp_path / "c", artifacts=tmp_path / "a", time=30, runs=100, seed=4)
+    flags = libfuzzer_flags(config)
+    assert "-max_total_time=30" in flags and "-atheris_runs=100" in flags and "-seed=4" in flags
+    assert f"-artifact_prefix={(tmp_path / 'a').resolve()}{os.sep}" in flags
+    assert not any(f.startswith("-fork") for f in flags)
+
+    config.jobs = 3
+    flags = libfuzzer_flags(config)
+    assert "-fork=3" in flags and "-runs=100" in flags and "-ignore_crashes=1" in flags
+    assert not any(f.startswith("-atheris_runs") for f in flags)
+
+    config.libfuzzer_args = ["-ignore_crashes=0", "-max_len=8", "-dict=x.dict"]
+    flags = libfuzzer_flags(config)
+    assert "-ignore_crashes=1" not in flags and flags[-3:] == config.libfuzzer_args
+
+    config.jobs = 1
+    config.loom_opt = "/bin/true"
+    config.pass_args = "--a --b"
+    command = build_command(config, TARGETS / "loom_opt_fuzzer.py")
+    assert command[:2] == [sys.executable, str(TARGETS / "loom_opt_fuzzer.py")]
+    assert "--loom-opt=/bin/true" in command and "--pass-args=--a --b" in command
+    assert not any(c.startswith(("--coverage", "--grammar-features")) for c in command)
+    config.coverage, config.grammar_features = "afl", "on"
+    command = build_command(config, TARGETS / "loom_opt_fuzzer.py")
+    assert "--coverage=afl" in command and "--grammar-features=on" in command
+    assert command[-1] == str((tmp_path / "c").resolve())
+
+
+def test_child_env_puts_this_python_first():
+    env = child_env({"PATH": "/usr/bin:/bin"})
+    first = env["PATH"].split(os.pathsep)[0]
+    assert first == str(Path(sys.executable).parent)
+    assert shutil.which("python3", path=env["PATH"]).startswith(first)
+
+
+def test_split_options():
+    values, rest = split_options(["prog", "--target=mlir-opt", "-runs=3", "--timeout", "5", "corpus"],
+                                 ["target", "timeout"])
+    assert values == {"target": "mlir-opt", "timeout": "5"}
+    assert rest == ["prog", "-runs=3", "corpus"]
+    with pytest.raises(SystemExit):
+        split_options(["prog", "--bogus=1"], ["target"])
+    with pytest.raises(SystemExit):
+        split_options(["prog", "--target"], ["target"])
+
+
+def test_seed_corpus_covers_every_site_variant(tmp_path):
+    datas = seed_programs()
+    assert 40 <= len(datas) <= 60 and all(datas)  # libFuzzer skips empty files
+    sites = {site for data in datas for thread in decode(data).threads for site in thread.sites}
+    assert sites == set(ALL_SITES)
+    for data in datas:
+        assert check_text(render(decode(data))) == []
+    written = seed_corpus(tmp_path)
+    assert written == len(datas) == len(list(tmp_path.iterdir()))
+    report = inspect_corpus(tmp_path)
+    assert report.readable == written and not report.noncanonical and not report.unreadable
+
+
+def test_finding_kinds_and_summary_line():
+    assert finding_kind({"outcome": "crash"}) == "crash"
+    assert finding_kind({"outcome": "timeout"}) == "timeout"
+    assert finding_kind({"outcome": "accepted", "why": "output check failed: x"}) == "output-check"
+    assert finding_kind({"outcome": "rejected", "why": "expected accepted"}) == "unexpected-rejected"
+    assert parse_summary("loom-fuzz summary: 12 executions in 3.500 s (3.4 exec/s); findings: 0") == (12, 3.5)
+    assert parse_summary("#12 NEW cov: 3") is None
