@@ -235,22 +235,13 @@ class LoomOptFuzzer:
 is_fork_parent = False
 
 
-def _coverage_module(kind: str):
-    """harness.coverage, imported only when --coverage asks for it."""
-    try:
-        import harness.coverage as coverage
-    except ModuleNotFoundError as error:
-        if error.name == "harness.coverage":
-            fail(f"--coverage {kind} needs the coverage bridge (harness/coverage.py), "
-                 "which this version of loom-fuzz does not have yet; run without --coverage")
-        raise
-    return coverage
+def _open_coverage(kind: str, binary: str):
+    """The AFL++ bridge, imported only when --coverage asks for it."""
+    from harness.coverage import CoverageUnavailable, open_bridge
 
-
-def _open_coverage(coverage, kind: str, binary: str):
     try:
-        return coverage.open_bridge(kind, binary)
-    except coverage.CoverageUnavailable as error:
+        return open_bridge(kind, binary)
+    except CoverageUnavailable as error:
         fail(f"--coverage {kind}: {error}")
 
 
@@ -305,11 +296,9 @@ def main(argv: list[str]) -> None:
     coverage = (opts.get("coverage") or "none").lower()
     if coverage not in ("none", "afl"):
         fail(f"--coverage takes none or afl, not {coverage!r}")
-    if coverage != "none":
-        module = _coverage_module(coverage)
-        if not is_fork_parent:  # the fork-mode parent runs no input itself
-            bridge = _open_coverage(module, coverage, target.argv[0])
-            target = dataclasses.replace(target, env={**target.env, **bridge.env})
+    if coverage != "none" and not is_fork_parent:  # the fork-mode parent runs no input itself
+        bridge = _open_coverage(coverage, target.argv[0])
+        target = dataclasses.replace(target, env={**target.env, **bridge.env})
 
     grammar = (opts.get("grammar-features") or "auto").lower()
     if grammar not in ("auto", "on", "off"):

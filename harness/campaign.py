@@ -326,6 +326,7 @@ class CampaignConfig:
     pipeline: Optional[str] = None
     expectations: Optional[str] = None
     timeout: Optional[float] = None
+    memory_mb: Optional[int] = None  # 0: no limit
     coverage: str = "none"
     grammar_features: str = "auto"
     time: Optional[int] = None
@@ -405,6 +406,8 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--expectations={os.path.abspath(config.expectations)}")
         if config.timeout is not None:
             command.append(f"--timeout={config.timeout:g}")
+        if config.memory_mb is not None:
+            command.append(f"--memory-mb={config.memory_mb}")
         if config.coverage and config.coverage != "none":
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":

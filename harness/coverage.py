@@ -79,6 +79,7 @@ __all__ = [
     "open_bridge",
     "probe_map_size",
     "reap_stale_segments",
+    "require_map",
 ]
 
 KINDS = ("afl",)
@@ -546,6 +547,18 @@ def _check_atheris() -> None:
         )
 
 
+def require_map(binary: str) -> int:
+    """``binary``'s edge count; CoverageUnavailable when it writes no AFL++ map."""
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        raise CoverageUnavailable(f"{binary} does not exist or is not executable")
+    edges = probe_map_size(binary)
+    if edges is None:
+        raise CoverageUnavailable(
+            f"{binary} has no AFL++ coverage map (build it with afl-clang-fast/afl-clang-fast++)"
+        )
+    return edges
+
+
 def open_bridge(
     kind: str,
     binary: str,
@@ -565,14 +578,7 @@ def open_bridge(
     if kind not in KINDS:
         raise CoverageUnavailable(f"unknown coverage kind {kind!r} (known: {', '.join(KINDS)})")
     _check_atheris()
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        raise CoverageUnavailable(f"{binary} does not exist or is not executable")
-    edges = probe_map_size(binary)
-    if edges is None:
-        raise CoverageUnavailable(
-            f"{binary} has no AFL++ coverage map (build it with afl-clang-fast/afl-clang-fast++)"
-        )
-    wanted = edges
+    wanted = require_map(binary)
     if map_size is None and os.environ.get(ENV_MAP_SIZE, "").strip().isdigit():
         map_size = int(os.environ[ENV_MAP_SIZE])
     if map_size:

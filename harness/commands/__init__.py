@@ -1,1 +1,89 @@
-"""One module per ``loomfuzz`` subcommand: ``configure(parser)`` and ``run(args)``."""
+"""One module per ``loomfuzz`` subcommand: ``configure(parser)`` and ``run(args)``.
+
+What several commands share lives here: argument types, and the target
+options of ``fuzz`` and ``triage`` (the same target, the same way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Callable, Sequence
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MEMORY_MB = 4096
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {value}")
+        return value
+
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
+    """The target options: which tool, its binary and arguments, its limits."""
+    parser.add_argument("--target", choices=targets, default="loom-opt",
+                        help="loom-opt (canonical programs, default) or upstream mlir-opt-22 "
+                             "(oracle rendering)" + ("" if targets else ", or another tool on PATH"))
+    parser.add_argument("--loom-opt", metavar="PATH",
+                        help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
+                             "loom-raise-opt on PATH)")
+    parser.add_argument("--pass-args", metavar='"ARGS"',
+                        help="the target's arguments, one shell-quoted string; write "
+                             "--pass-args='--flag ...' with '=' (default: --loom-lower-for-to-graph; "
+                             "for mlir-opt --allow-unregistered-dialect)")
+    parser.add_argument("--pipeline", help="a pass pipeline: flags (-x) or a textual pipeline for "
+                                           "--pass-pipeline=")
+    parser.add_argument("--expectations", metavar="PATH",
+                        help="expectations JSON (default: the built-in ones of the target)")
+    parser.add_argument("--timeout", type=positive_number, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"time limit of one target run, seconds (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--memory-mb", type=whole_number(0), default=DEFAULT_MEMORY_MB, metavar="MB",
+                        help=f"address-space limit of one target run (default {DEFAULT_MEMORY_MB}; 0: none)")
+
+
+class TargetError(Exception):
+    """The target options do not name a usable target (one line for the user)."""
+
+
+def target_from_args(args: argparse.Namespace):
+    """The runner's Target for the options of :func:`add_target_arguments`."""
+    from harness.expectations import ExpectationsError
+    from harness.runner import TargetNotFound, resolve_target
+
+    try:
+        pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
+    except ValueError as error:
+        raise TargetError(f"--pass-args: {error}") from None
+    try:
+        return resolve_target(
+            args.target,
+            loom_opt=args.loom_opt,
+            pass_args=pass_args,
+            pipeline=args.pipeline,
+            timeout=args.timeout,
+            memory_mb=args.memory_mb or None,
+            expectations_path=args.expectations,
+        )
+    except (TargetNotFound, ExpectationsError) as error:
+        raise TargetError(str(error)) from None

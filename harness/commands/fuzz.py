@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import TargetError, add_target_arguments, target_from_args, whole_number
+
 EPILOG = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
 --self), run by this Python.  An empty corpus folder is seeded with programs
@@ -22,56 +24,21 @@ Exit status: 0 no finding, 1 findings (or the target cannot be found),
 """
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("--target", choices=("loom-opt", "mlir-opt"), default="loom-opt",
-                        help="loom-opt (canonical programs, default) or upstream mlir-opt-22 "
-                             "(oracle rendering)")
-    parser.add_argument("--loom-opt", metavar="PATH",
-                        help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
-                             "loom-raise-opt on PATH)")
-    parser.add_argument("--pass-args", metavar='"ARGS"',
-                        help="the target's arguments, one shell-quoted string; write "
-                             "--pass-args='--flag ...' with '=' (default: --loom-lower-for-to-graph; "
-                             "for mlir-opt --allow-unregistered-dialect)")
-    parser.add_argument("--pipeline", help="a pass pipeline: flags (-x) or a textual pipeline for "
-                                           "--pass-pipeline=")
-    parser.add_argument("--expectations", metavar="PATH",
-                        help="expectations JSON (default: the built-in ones of the target)")
+    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
     parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
                         help="corpus folder, seeded when empty (default: corpus)")
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
                         help="findings folder (default: artifacts)")
-    parser.add_argument("--time", type=_positive_int, metavar="S",
+    parser.add_argument("--time", type=whole_number(1), metavar="S",
                         help="stop after S seconds (-max_total_time)")
-    parser.add_argument("--runs", type=_positive_int, metavar="N",
+    parser.add_argument("--runs", type=whole_number(1), metavar="N",
                         help="stop after N executions (-atheris_runs; -runs with --jobs)")
-    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+    parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
                         help="N worker processes (libFuzzer fork mode, -fork=N)")
     parser.add_argument("--seed", type=int, metavar="S", help="libFuzzer's random seed (-seed)")
-    parser.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
-                        help="time limit of one target run, seconds (default 10)")
     parser.add_argument("--coverage", choices=("none", "afl"), default="none",
                         help="afl: edge coverage from an AFL++-instrumented target (default none)")
     parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
@@ -98,9 +65,6 @@ def _note(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
-    import shlex
-
     from harness.campaign import (
         CampaignConfig,
         CampaignError,
@@ -119,31 +83,22 @@ def run(args: argparse.Namespace) -> int:
     env: dict[str, str] = {}
     loom_opt = None
     if not args.self_test:
-        from harness.expectations import ExpectationsError
-        from harness.runner import TargetNotFound, resolve_target
-
         try:
-            pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
-        except ValueError as error:
-            return _error(f"--pass-args: {error}", 2)
-        try:
-            target = resolve_target(
-                args.target,
-                loom_opt=args.loom_opt,
-                pass_args=pass_args,
-                pipeline=args.pipeline,
-                timeout=args.timeout,
-                expectations_path=args.expectations,
-            )
-        except (TargetNotFound, ExpectationsError) as error:
+            target = target_from_args(args)
+        except TargetError as error:
             return _error(str(error))
         if args.target == "loom-opt":
             loom_opt = target.argv[0]
         else:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
-        if args.coverage != "none" and importlib.util.find_spec("harness.coverage") is None:
-            return _error(f"--coverage {args.coverage} needs the coverage bridge (harness/coverage.py), "
-                          "which this version of loom-fuzz does not have yet; run without --coverage")
+        if args.coverage != "none":
+            # Checked here too, so that a binary without a map stops before the campaign starts.
+            from harness.coverage import CoverageUnavailable, require_map
+
+            try:
+                require_map(target.argv[0])
+            except CoverageUnavailable as error:
+                return _error(f"--coverage {args.coverage}: {error}")
 
     try:
         script = fuzz_target_script(args.self_test)
@@ -190,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         expectations=args.expectations,
         timeout=args.timeout,
+        memory_mb=args.memory_mb,
         coverage=args.coverage,
         grammar_features=args.grammar_features,
         time=args.time,

@@ -7,22 +7,14 @@ import os
 import sys
 from pathlib import Path
 
+from harness.commands import whole_number
+
 DEFAULT_COUNT = 1000
 _BATCH = 2000
 
 
-def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--count", type=non_negative, default=DEFAULT_COUNT,
+    parser.add_argument("-n", "--count", type=whole_number(0), default=DEFAULT_COUNT,
                         help=f"how many programs (default {DEFAULT_COUNT})")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same bytes (default 0)")
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",

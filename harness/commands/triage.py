@@ -14,8 +14,10 @@ a file or folder literally named ``list``, ``show``, ``mark``, ``report`` or
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
+from pathlib import Path
+
+from harness.commands import TargetError, add_target_arguments, target_from_args, whole_number
 
 ACTIONS = ("run", "list", "show", "mark", "report")
 PROG = "loomfuzz triage"
@@ -36,32 +38,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("words", nargs="*", metavar="INPUT",
                         help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
-    target = parser.add_argument_group("target (as for loomfuzz fuzz)")
-    target.add_argument("--target", default="loom-opt",
-                        help="loom-opt (default), mlir-opt, or another tool on PATH")
-    target.add_argument("--loom-opt", metavar="PATH",
-                        help="the loom-opt binary (else $LOOM_OPT, loom-opt or loom-raise-opt on PATH)")
-    target.add_argument("--pass-args", metavar="ARGS",
-                        help='the target\'s arguments, one string (default "--loom-lower-for-to-graph"); '
-                             'write --pass-args="--flag ..." when it starts with a dash')
-    target.add_argument("--pipeline", metavar="PIPELINE", help="a pass pipeline")
-    target.add_argument("--expectations", metavar="PATH", help="expectations JSON (default: the built-in ones)")
-    target.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                        help="per-run time limit in seconds (default 10)")
-    target.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
-                        help="per-run address-space limit (default 4096; 0: none)")
+    add_target_arguments(parser.add_argument_group("target (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
-    triage.add_argument("--db", default="triage.db", metavar="PATH",
-                        help="the triage database (default triage.db)")
+    triage.add_argument("--db", metavar="PATH",
+                        help="the triage database (default: triage.db beside the report, in --out)")
     triage.add_argument("--out", default="triage", metavar="DIR",
                         help="where the reports go (default triage/)")
-    triage.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+    triage.add_argument("--jobs", "-j", type=whole_number(1), default=1, metavar="N",
                         help="target runs in parallel (default 1)")
-    triage.add_argument("--repeat", type=int, default=3, metavar="N",
+    triage.add_argument("--repeat", type=whole_number(1), default=3, metavar="N",
                         help="runs per input to tell always from flaky (default 3)")
     triage.add_argument("--text-reduce", action="store_true",
                         help="also reduce each bucket's minimized text line by line (may leave the shape)")
-    triage.add_argument("--max-candidates", type=int, default=400, metavar="N",
+    triage.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
                         help="minimization budget: candidates tested per bucket (default 400)")
     triage.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -72,6 +61,8 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.db is None:
+        args.db = str(Path(args.out) / "triage.db")
     words = list(args.words)
     action = "run"
     if words and words[0] in ACTIONS:
@@ -99,33 +90,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.expectations import ExpectationsError
-    from harness.runner import TargetNotFound, resolve_target
+    from harness.runner import TargetNotFound
     from harness.triage import TriageConfig, run_triage
 
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
-    if args.jobs < 1:
-        return _error("--jobs must be at least 1")
-    if args.repeat < 1:
-        return _error("--repeat must be at least 1")
-    if args.timeout <= 0:
-        return _error("--timeout must be positive")
     try:
-        pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
-    except ValueError as error:
-        return _error(f"--pass-args: {error}")
-    try:
-        target = resolve_target(
-            args.target,
-            loom_opt=args.loom_opt,
-            pass_args=pass_args,
-            pipeline=args.pipeline,
-            timeout=args.timeout,
-            memory_mb=args.memory_mb if args.memory_mb > 0 else None,
-            expectations_path=args.expectations,
-        )
-    except (TargetNotFound, ExpectationsError) as error:
+        target = target_from_args(args)
+    except TargetError as error:
         return _error(str(error))
     config = TriageConfig(
         inputs=inputs,
