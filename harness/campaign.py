@@ -82,6 +82,7 @@ SUMMARY_PREFIX = "loom-fuzz summary:"
 _SUMMARY = re.compile(
     re.escape(SUMMARY_PREFIX) + r" (\d+) executions? in ([\d.]+) s"
 )
+_EDGES = re.compile(r"; coverage: (\d+) edges seen")
 _FORK_STATUS = re.compile(r"^#(\d+): cov: ")
 _STATUS = re.compile(r"^#(\d+)\s+(?:INITED|NEW|REDUCE|pulse|RELOAD|DONE)\b")
 _DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
@@ -349,6 +350,7 @@ class CampaignResult:
     findings: dict[str, list[dict]]  # kind -> sidecar records
     orphans: list[str]  # crash files without a sidecar (errors of the harness itself)
     interrupted: bool = False
+    edges: Optional[int] = None  # distinct AFL++ edges seen, with --coverage afl
 
     @property
     def finding_count(self) -> int:
@@ -459,11 +461,15 @@ class _Progress:
         self.status_runs: Optional[int] = None
         self.done_runs: Optional[int] = None
         self.stat_runs: Optional[int] = None
+        self.edges: Optional[int] = None  # AFL++ edges seen (the most of any worker)
 
     def feed(self, line: str) -> None:
         summary = parse_summary(line)
         if summary:
             self.summary = summary
+            edges = _EDGES.search(line)
+            if edges:
+                self.edges = max(self.edges or 0, int(edges.group(1)))
             return
         for pattern, attr in ((_FORK_STATUS, "fork_runs"), (_STATUS, "status_runs"),
                               (_DONE, "done_runs"), (_STAT_RUNS, "stat_runs")):
@@ -548,6 +554,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         corpus_after=count_files(config.corpus),
         findings=findings,
         orphans=orphans,
+        edges=progress.edges,
         interrupted=interrupted,
     )
 
@@ -563,6 +570,9 @@ def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
         lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s)"
                      if rate is not None else f"  executions:  {result.executions}")
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
+    if result.edges is not None:
+        per_worker = " (the most any worker saw)" if config.jobs > 1 else ""
+        lines.append(f"  coverage:    {result.edges} distinct AFL++ edges seen{per_worker}")
     if result.findings:
         kinds = ", ".join(f"{kind}: {len(records)}" for kind, records in sorted(result.findings.items()))
         lines.append(f"  findings:    {result.finding_count} ({kinds}) in {config.artifacts}")

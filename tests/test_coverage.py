@@ -530,6 +530,20 @@ def test_bridge_finds_the_deep_bug_and_blind_fuzzing_does_not(deep_bug_afl, tmp_
 # -------------------------------------------------------------- --jobs 2
 
 
+def test_loomfuzz_fuzz_reports_the_edges_it_saw(deep_bug_afl, deep_bug_cc, tmp_path):
+    # The README's check that the bridge sees coverage.
+    command = [sys.executable, "-m", "harness.cli", "fuzz", "--loom-opt", deep_bug_afl, "--coverage", "afl",
+               "--runs", "50", "--seed", "4"]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=_quiet_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    edges = int(re.search(r"^  coverage:    (\d+) distinct AFL\+\+ edges seen$", proc.stdout, re.M).group(1))
+    assert edges >= 30
+    proc = subprocess.run([*command[:5], deep_bug_cc, *command[6:]], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env=_quiet_env())
+    assert proc.returncode == 1 and "has no AFL++ coverage map" in proc.stderr
+
+
 def test_jobs_2_collects_a_planted_crash_from_either_worker(fake_afl, tmp_path):
     log = tmp_path / "coverage.log"
     artifacts, corpus = tmp_path / "artifacts", tmp_path / "corpus"

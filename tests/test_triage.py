@@ -655,6 +655,18 @@ def test_cli_run_word_triages_a_folder_named_list(tmp_path, fake_loom_opt):
     assert [b["minimized"]["tree"] for b in report["buckets"]] == ["t0[if:loop]"]
 
 
+def test_database_defaults_to_beside_the_report(tmp_path, fake_loom_opt):
+    from harness.codec import encode
+
+    (tmp_path / "crash-1").write_bytes(encode(MINIMAL["segv"]))
+    proc = loomfuzz("triage", "--loom-opt", fake_loom_opt, "--out", "reports", "--no-progress", "crash-1",
+                    cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "reports" / "triage.db").is_file() and not (tmp_path / "triage.db").exists()
+    listed = loomfuzz("triage", "list", "--out", "reports", cwd=tmp_path)
+    assert listed.returncode == 0 and "t0[if:memory]" in listed.stdout
+
+
 def test_a_second_triage_on_a_database_in_use_is_refused(tmp_path, fake_loom_opt):
     from harness.codec import encode
 
