@@ -427,14 +427,8 @@ def parse_summary(line: str) -> Optional[tuple[int, float]]:
 
 
 def finding_kind(record: Mapping) -> str:
-    """A finding's kind from its sidecar: crash, timeout, oom, output-check, or
-    unexpected-<outcome> (an outcome the expectations contradict)."""
-    outcome = str(record.get("outcome", "unknown"))
-    if outcome in ("crash", "timeout", "oom"):
-        return outcome
-    if str(record.get("why", "")).startswith("output check failed"):
-        return "output-check"
-    return f"unexpected-{outcome}"
+    """A finding's kind from its sidecar (harness.runner.FINDING_KINDS)."""
+    return str(record.get("finding_kind") or record.get("outcome") or "unknown")
 
 
 def _sidecars(artifacts: Path) -> set[str]:

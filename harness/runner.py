@@ -55,6 +55,7 @@ from harness.expectations import (
 __all__ = [
     "DEFAULT_MLIR_PIPELINE",
     "DEFAULT_LOOM_PASS_ARGS",
+    "FINDING_KINDS",
     "Outcome",
     "OutcomeKind",
     "Target",
@@ -73,6 +74,12 @@ DEFAULT_MLIR_PIPELINE = "builtin.module(canonicalize,cse,sccp,symbol-dce)"
 # Kept out of the way of stack traces: symbolization stays on (signatures need
 # function names); this only turns off crash-reporter side channels.
 DEFAULT_ENV: Mapping[str, str] = MappingProxyType({"LLVM_DISABLE_CRASH_REPORT": "1"})
+
+#: What a finding can be: a failed run, or a run the expectations contradict.
+FINDING_KINDS = (
+    "crash", "timeout", "oom",
+    "unexpected-rejection", "unexpected-acceptance", "wrong-diagnostic", "wrong-output",
+)
 
 _REASON_MAX = 300
 _STDERR_TAIL_LINES = 80
@@ -193,12 +200,14 @@ class Verdict:
     finding: bool
     why: str  # empty when not a finding
     rule: str = ""  # name of the expectation rule that applied
+    kind: str = ""  # one of FINDING_KINDS; empty when not a finding
 
     def to_json(self) -> dict:
         return {
             "expected": self.expected,
             "rule": self.rule,
             "finding": self.finding,
+            "finding_kind": self.kind,
             "why": self.why,
         }
 
@@ -365,23 +374,25 @@ def judge(target: Target, text: str, outcome: Outcome) -> Verdict:
     expected = rule.describe()
     kind = outcome.kind
 
-    def finding(why: str) -> Verdict:
-        return Verdict(outcome, expected, True, _one_line(why), rule.name)
+    def finding(finding_kind: str, why: str) -> Verdict:
+        return Verdict(outcome, expected, True, _one_line(why), rule.name, finding_kind)
 
     if kind in FAILURE_KINDS:
-        return finding(f"{kind.value}: {outcome.reason}")
+        return finding(kind.value, f"{kind.value}: {outcome.reason}")
     if rule.expect != "either" and kind.value != rule.expect:
-        return finding(f"expected {rule.expect} (rule {rule.name}), got {kind.value}: {outcome.reason}")
+        unexpected = "unexpected-rejection" if kind is OutcomeKind.REJECTED else "unexpected-acceptance"
+        return finding(unexpected, f"expected {rule.expect} (rule {rule.name}), got {kind.value}: {outcome.reason}")
     if rule.stderr is not None and not rule.stderr.search(outcome.stderr):
         first = outcome.reason if kind is OutcomeKind.REJECTED else "no diagnostic"
         return finding(
+            "wrong-diagnostic",
             f"{kind.value} as expected (rule {rule.name}), but stderr does not match "
-            f"/{rule.stderr.pattern}/: {first}"
+            f"/{rule.stderr.pattern}/: {first}",
         )
     if kind is OutcomeKind.ACCEPTED and rule.checks:
         failures = rule.check_output(text, outcome.stdout)
         if failures:
-            return finding("output check failed: " + "; ".join(failures))
+            return finding("wrong-output", "output check failed: " + "; ".join(failures))
     return Verdict(outcome, expected, False, "", rule.name)
 
 
@@ -538,7 +549,7 @@ def write_finding(directory, name: str, text: str, target: Target, verdict: Verd
     expectations source), ``command`` (a shell line that reproduces the run),
     ``outcome`` (kind), ``returncode``, ``signal``, ``signal_name``,
     ``reason``, ``duration``, ``stderr_tail``, ``stdout_tail``, ``expected``,
-    ``rule``, ``finding`` and ``why``.
+    ``rule``, ``finding``, ``finding_kind`` (one of FINDING_KINDS) and ``why``.
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -557,10 +568,7 @@ def write_finding(directory, name: str, text: str, target: Target, verdict: Verd
         "duration": round(o.duration, 6),
         "stderr_tail": _tail(o.stderr),
         "stdout_tail": _tail(o.stdout),
-        "expected": verdict.expected,
-        "rule": verdict.rule,
-        "finding": verdict.finding,
-        "why": verdict.why,
+        **verdict.to_json(),
     }
     tmp = d / f".{name}.json.tmp"
     tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -67,7 +67,6 @@ __all__ = [
     "clean_function",
     "crash_signature",
     "filecheck_pattern",
-    "finding_kind",
     "meaningful_frames",
     "normalise_message",
     "raw_message",
@@ -363,27 +362,10 @@ def crash_signature(
     return Signature(kind, type_, normalise_message(message), frames)
 
 
-def finding_kind(verdict: "Verdict") -> str | None:
-    """The kind of finding a verdict is, or None when it is no finding."""
-    if not verdict.finding:
-        return None
-    kind = verdict.outcome.kind.value
-    if kind in ("crash", "timeout", "oom"):
-        return kind
-    expect = verdict.expected.split()[0] if verdict.expected else ""
-    if expect in ("accepted", "rejected") and kind != expect:
-        return "unexpected-rejection" if kind == "rejected" else "unexpected-acceptance"
-    if verdict.why.startswith("output check failed"):
-        return "wrong-output"
-    if "stderr does not match" in verdict.why:
-        return "wrong-diagnostic"
-    return "unexpected-" + ("rejection" if kind == "rejected" else "acceptance")
-
-
 def signature_of(verdict: "Verdict") -> Signature | None:
     """The signature of a judged run, or None when it is no finding."""
-    kind = finding_kind(verdict)
-    if kind is None:
+    kind = verdict.kind
+    if not verdict.finding:
         return None
     o = verdict.outcome
     if kind in ("crash", "timeout", "oom"):

@@ -70,7 +70,7 @@ from harness.minimize import complexity, minimize, reduce_lines
 from harness.parser import parse, split_programs
 from harness.renderer import render
 from harness.runner import Outcome, Target, Verdict, judge, run_program
-from harness.signature import Signature, finding_kind, signature_of
+from harness.signature import Signature, signature_of
 from harness.tree import Program, describe, site_count
 
 __all__ = [
@@ -266,7 +266,7 @@ def reproduce(target: Target, text: str, repeat: int) -> Reproduction:
         hits,
         repeat,
         sig,
-        finding_kind(verdict) or outcome.kind.value,
+        verdict.kind or outcome.kind.value,
         verdict.why,
         outcome.stderr,
     )

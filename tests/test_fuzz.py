@@ -353,9 +353,9 @@ def test_seed_corpus_covers_every_site_variant(tmp_path):
 
 
 def test_finding_kinds_and_summary_line():
-    assert finding_kind({"outcome": "crash"}) == "crash"
-    assert finding_kind({"outcome": "timeout"}) == "timeout"
-    assert finding_kind({"outcome": "accepted", "why": "output check failed: x"}) == "output-check"
-    assert finding_kind({"outcome": "rejected", "why": "expected accepted"}) == "unexpected-rejected"
+    assert finding_kind({"outcome": "crash", "finding_kind": "crash"}) == "crash"
+    assert finding_kind({"outcome": "accepted", "finding_kind": "wrong-output"}) == "wrong-output"
+    assert finding_kind({"outcome": "rejected", "finding_kind": "unexpected-rejection"}) == "unexpected-rejection"
+    assert finding_kind({"outcome": "timeout"}) == "timeout"  # a sidecar without the field
     assert parse_summary("loom-fuzz summary: 12 executions in 3.500 s (3.4 exec/s); findings: 0") == (12, 3.5)
     assert parse_summary("#12 NEW cov: 3") is None

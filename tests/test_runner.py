@@ -87,7 +87,7 @@ def test_plain_program_accepted_and_checks_pass(fake_loom_opt):
     assert (out.returncode, out.signal) == (0, None)
     assert "dataflow.graph private @graph_7" in out.stdout
     v = judge(target, BENIGN, out)
-    assert not v.finding and v.why == "" and v.expected == "accepted" and v.rule == "published"
+    assert not v.finding and v.why == "" and v.expected == "accepted" and v.rule == "published" and v.kind == ""
 
 
 def test_assert_is_crash_with_assertion_reason(fake_loom_opt):
@@ -99,7 +99,7 @@ def test_assert_is_crash_with_assertion_reason(fake_loom_opt):
     assert "Assertion `!isa<scf::ForOp>(parent)" in out.reason and "failed" in out.reason
     assert "Stack dump:" in out.stderr and "loom::FreezeLowering::matchAndRewrite" in out.stderr
     v = judge(target, text, out)
-    assert v.finding and v.why.startswith("crash: Assertion")
+    assert v.finding and v.why.startswith("crash: Assertion") and v.kind == "crash"
     # same bug from another program: same frames, different addresses
     other = program([(True, [("none", "arith"), ("for", "freeze")])])
     out2 = run_program(target, other)
@@ -206,7 +206,7 @@ def test_output_check_catches_missing_graph(fake_loom_opt):
     out = run_program(target, text)
     assert out.kind is OutcomeKind.ACCEPTED
     v = judge(target, text, out)
-    assert v.finding and "one-graph-per-region" in v.why and "@graph_1" in v.why
+    assert v.finding and "one-graph-per-region" in v.why and "@graph_1" in v.why and v.kind == "wrong-output"
 
 
 def test_plain_program_rejected_is_a_finding():
@@ -215,6 +215,7 @@ def test_plain_program_rejected_is_a_finding():
     out = Outcome(OutcomeKind.REJECTED, 1, None, "", "<stdin>:1:1: error: nope", 0.01, "<stdin>:1:1: error: nope")
     v = judge(target, text, out)
     assert v.finding and v.expected == "accepted" and "expected accepted (rule published), got rejected" in v.why
+    assert v.kind == "unexpected-rejection"
 
 
 def test_custom_expectations_file(fake_loom_opt, tmp_path):
@@ -239,7 +240,7 @@ def test_custom_expectations_file(fake_loom_opt, tmp_path):
     # the right kind but the wrong diagnostic
     text = one_site("none", "call", "llvm")
     v = judge(target, text, run_program(target, text))
-    assert v.finding and "does not match /some other diagnostic/" in v.why
+    assert v.finding and "does not match /some other diagnostic/" in v.why and v.kind == "wrong-diagnostic"
     # "either": a rejected call program is fine, so is an accepted program
     for text in (one_site("none", "call", "func"), one_site("none", "arith")):
         v = judge(target, text, run_program(target, text))
@@ -413,5 +414,5 @@ def test_write_finding(fake_loom_opt, tmp_path):
     assert rec["target"]["argv"] == list(target.argv)
     assert rec["command"].endswith("< crash-0001.mlir") and fake_loom_opt in rec["command"]
     assert "Stack dump:" in rec["stderr_tail"] and rec["expected"] == "accepted"
-    assert rec["why"].startswith("crash: Assertion")
+    assert rec["why"].startswith("crash: Assertion") and rec["finding_kind"] == "crash"
     assert Outcome.from_json(v.outcome.to_json()) == v.outcome
