@@ -51,6 +51,7 @@ from harness.expectations import (
     builtin_expectations,
     load_expectations,
 )
+from harness.failure_message import first_failure
 
 __all__ = [
     "DEFAULT_MLIR_PIPELINE",
@@ -223,13 +224,6 @@ _OOM_PATTERNS = (
     re.compile(r"^.*\bstd::bad_alloc\b.*$", _M),
     re.compile(r"^.*\bout of memory: allocator is trying to allocate.*$", _M),
 )
-# (pattern, prefer-over-signal-name) in priority order for the reason line
-_SANITIZER = re.compile(r"^==\d+==ERROR: (\w+Sanitizer: .*)$", _M)
-_UBSAN = re.compile(r"^\S*:\d+:\d+: (runtime error: .*)$", _M)
-_ASSERT = re.compile(r"(Assertion [`'].*[`'] failed)\.?\s*$", _M)
-_ASSERT_MAC = re.compile(r"^(Assertion failed: .*)$", _M)
-_UNREACHABLE = re.compile(r"^.*?(UNREACHABLE executed.*)$", _M)
-_LLVM_ERROR = re.compile(r"^(LLVM ERROR: .*)$", _M)
 _TRACE = re.compile(r"^(PLEASE submit a bug report|Stack dump:)", _M)
 _ERROR_DIAG = re.compile(r"(?:^|: )error: ", _M)
 _ERROR_LINE = re.compile(r"^.*\berror: .*$", _M)
@@ -241,11 +235,8 @@ def _one_line(s: str) -> str:
 
 
 def _crash_message(stderr: str) -> str | None:
-    for pat in (_SANITIZER, _UBSAN, _ASSERT, _ASSERT_MAC, _UNREACHABLE, _LLVM_ERROR):
-        m = pat.search(stderr)
-        if m:
-            return _one_line(m.group(1))
-    return None
+    failure = first_failure(stderr)
+    return _one_line(failure.line) if failure else None
 
 
 def classify(

@@ -57,6 +57,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+from harness.failure_message import first_failure
+
 if TYPE_CHECKING:  # pragma: no cover
     from harness.runner import Verdict
 
@@ -127,13 +129,6 @@ class Signature:
 # ------------------------------------------------------------------ messages
 
 _M = re.MULTILINE
-_SANITIZER = re.compile(r"^==\d+==ERROR: (\w+Sanitizer): ([\w-]+)", _M)
-_UBSAN = re.compile(r"^\S*:\d+:\d+: runtime error: (.*)$", _M)
-_ASSERT = re.compile(r"Assertion [`'](.*)[`'] failed\.?\s*$", _M)
-_ASSERT_MAC = re.compile(r"^Assertion failed: \((.*)\),", _M)
-_UNREACHABLE = re.compile(r"^(.*)\n?^.*UNREACHABLE executed", _M)
-_UNREACHABLE_LINE = re.compile(r"UNREACHABLE executed", _M)
-_LLVM_ERROR = re.compile(r"^LLVM ERROR: (.*)$", _M)
 _ERROR_LINE = re.compile(r"^(?:.*?: )?(error: .*)$", _M)
 
 _LOCATION_PREFIX = re.compile(r"^(?:\S+?:\d+(?::\d+)?:\s*)+")
@@ -162,26 +157,8 @@ def normalise_message(message: str) -> str:
 
 def raw_message(stderr: str) -> tuple[str, str]:
     """(type, message as printed) of the first failure message in stderr, or ("", "")."""
-    m = _SANITIZER.search(stderr)
-    if m:
-        return "sanitizer", f"{m.group(1)}: {m.group(2)}"
-    m = _UBSAN.search(stderr)
-    if m:
-        return "sanitizer", "UndefinedBehaviorSanitizer: " + m.group(1)
-    m = _ASSERT.search(stderr) or _ASSERT_MAC.search(stderr)
-    if m:
-        return "assert", m.group(1)
-    m = _UNREACHABLE_LINE.search(stderr)
-    if m:
-        before = stderr[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        line_start = stderr.rfind("\n", 0, m.start()) + 1
-        same_line = stderr[line_start : m.start()].strip()
-        text = same_line or (before if before and "Stack dump" not in before else "")
-        return "unreachable", text
-    m = _LLVM_ERROR.search(stderr)
-    if m:
-        return "llvm-error", m.group(1)
-    return "", ""
+    failure = first_failure(stderr)
+    return (failure.type, failure.message) if failure else ("", "")
 
 
 # -------------------------------------------------------------------- frames
