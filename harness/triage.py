@@ -59,6 +59,7 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -358,6 +359,26 @@ def _target_json(target: Target) -> dict:
     }
 
 
+@contextmanager
+def _phase(pool: ThreadPoolExecutor, total: int, desc: str, enabled: bool):
+    """A phase's progress bar; on any error (Ctrl-C too) the queued target runs are cancelled."""
+    bar = _progress(total, desc, enabled)
+    try:
+        yield bar
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        bar.close()
+
+
+def _tree_fields(program: Program | None) -> dict:
+    """What the database keeps of a program's tree (all None for text)."""
+    if program is None:
+        return {"tree": None, "data": None, "sites": None}
+    return {"tree": describe(program), "data": encode(program), "sites": site_count(program)}
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm import tqdm
 
@@ -492,17 +513,14 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             return reproduce(target, inp.target_text(target), config.repeat)
 
         started = time.monotonic()
-        bar = _progress(len(todo), "reproduce", config.progress)
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="triage")
-        try:
+        with _phase(pool, len(todo), "reproduce", config.progress) as bar:
             for inp, rep in zip(todo, pool.map(reproduce_one, todo)):
                 record = MemberRecord(
                     sha256=inp.sha,
                     form=inp.form,
-                    tree=describe(inp.program) if inp.program is not None else None,
-                    data=encode(inp.program) if inp.program is not None else None,
+                    **_tree_fields(inp.program),
                     text=inp.text,
-                    sites=site_count(inp.program) if inp.program is not None else None,
                     not_in_shape=inp.not_in_shape,
                     reproduction=rep.reproduction,
                     hits=rep.hits,
@@ -515,11 +533,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 files = [(m.path, m.file_sha) for m in groups[inp.sha]]
                 db.record_member(run_id, record, files, rep.signature, target_json)
                 bar.update(1)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        finally:
-            bar.close()
 
         seconds_reproduce = time.monotonic() - started
         started = time.monotonic()
@@ -540,8 +553,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     member_id, program, text, stderr,
                 )
             )
-        bar = _progress(len(pending), "minimize", config.progress)
-        try:
+        with _phase(pool, len(pending), "minimize", config.progress) as bar:
             futures = [
                 pool.submit(_minimize_job, job, target, config.max_minimize_evaluations)
                 for job in pending
@@ -552,10 +564,8 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     r.job.bucket_id,
                     representative=r.job.representative,
                     text=r.text,
-                    tree=describe(r.program) if r.program is not None else None,
-                    data=encode(r.program) if r.program is not None else None,
+                    **_tree_fields(r.program),
                     in_shape=r.program is not None,
-                    sites=site_count(r.program) if r.program is not None else None,
                     stderr=r.outcome.stderr if r.outcome else r.job.stderr,
                     signal=r.outcome.signal if r.outcome else None,
                     returncode=r.outcome.returncode if r.outcome else None,
@@ -568,11 +578,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     note=r.note,
                 )
                 bar.update(1)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        finally:
-            bar.close()
 
         if config.text_reduce:
             reduce_jobs = []
@@ -589,16 +594,10 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
                 return bucket_id, result, predicate.runs
 
-            bar = _progress(len(reduce_jobs), "text-reduce", config.progress)
-            try:
+            with _phase(pool, len(reduce_jobs), "text-reduce", config.progress) as bar:
                 for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
                     db.save_text_reduction(bucket_id, result.text, result.lines, runs)
                     bar.update(1)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            finally:
-                bar.close()
         pool.shutdown(wait=True)
         seconds_minimize = time.monotonic() - started
 
