@@ -6,7 +6,7 @@
 Builds tests/fixtures/deep_bug.c with afl-clang-fast, then:
 
 1. Speed, same instrumented binary, bridge on and off:
-   a. the runner alone: the same programs through harness.runner.run_program,
+   a. the runner alone: the same programs through harness.run.runner.run_program,
       alternating blocks with the bridge (start_run / finish_run around each
       run, __AFL_SHM_ID in the target's environment) and without;
    b. the fuzz target end to end on the same inputs: the encoded programs
@@ -36,11 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.choices import random_programs  # noqa: E402
-from harness.codec import encode  # noqa: E402
-from harness.coverage import open_bridge  # noqa: E402
-from harness.renderer import render  # noqa: E402
-from harness.runner import Target, run_program  # noqa: E402
+from harness.core.choices import random_programs  # noqa: E402
+from harness.core.codec import encode  # noqa: E402
+from harness.run.coverage import open_bridge  # noqa: E402
+from harness.core.render import render  # noqa: E402
+from harness.run.runner import Target, run_program  # noqa: E402
 
 FUZZ_TARGET = ROOT / "fuzz_targets" / "loom_opt_fuzzer.py"
 DEEP_BUG = ROOT / "tests" / "fixtures" / "deep_bug.c"

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-from harness.engine import generate
-from harness.renderer import render
+from harness.core.engine import generate
+from harness.core.render import render
 
 
 def rate(engine: str, count: int, seed: int = 1) -> float:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutations and crossovers per second of harness.mutator (decode, operate, encode).
+"""Mutations and crossovers per second of harness.core.mutate (decode, operate, encode).
 
 Usage: python benchmarks/bench_mutator.py [--quick] [--count N]
 
@@ -27,9 +27,9 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.choices import SLOT_COUNT, random_programs  # noqa: E402
-from harness.codec import encode  # noqa: E402
-from harness.mutator import CROSSOVER_OPERATORS, MUTATION_OPERATORS, Mutator  # noqa: E402
+from harness.core.choices import SLOT_COUNT, random_programs  # noqa: E402
+from harness.core.codec import encode  # noqa: E402
+from harness.core.mutate import CROSSOVER_OPERATORS, MUTATION_OPERATORS, Mutator  # noqa: E402
 
 GOAL = 50_000
 
@@ -63,7 +63,7 @@ def main() -> int:
         "mutate (cold inputs)": _rate(mutator.mutate, cold_calls),
         "crossover (corpus inputs)": _rate(mutator.crossover, cross_calls),
     }
-    print(f"harness.mutator, {count:,} calls each (Python {sys.version.split()[0]})")
+    print(f"harness.core.mutate, {count:,} calls each (Python {sys.version.split()[0]})")
     for name, rate in results.items():
         print(f"  {name:<28} {rate:>10,.0f} /s")
     worst = min(results["mutate (corpus inputs)"], results["mutate (cold inputs)"])

@@ -5,7 +5,7 @@
 
 Builds tests/fixtures/fake_loom_opt.c (planted bugs: assert, segv, fatal,
 flaky), writes fuzz-style artifact folders of random programs (fixed seeds),
-and runs the whole triage pipeline (``harness.triage.run_triage``, repeat 3)
+and runs the whole triage pipeline (``harness.triage.pipeline.run_triage``, repeat 3)
 on each, with a fresh database.  Then, to measure the minimizer on harder
 starting points than each bucket's simplest member, it minimizes every
 crashing input on its own with the same predicate triage uses.
@@ -26,12 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.codec import encode
-from harness.choices import random_programs
-from harness.crashdb import TriageDB
-from harness.minimize import minimize
-from harness.runner import resolve_target
-from harness.triage import Interesting, TriageConfig, attempts_for, run_triage
+from harness.core.codec import encode
+from harness.core.choices import random_programs
+from harness.triage.crashdb import TriageDB
+from harness.core.reduce import minimize
+from harness.run.runner import resolve_target
+from harness.triage.pipeline import Interesting, TriageConfig, attempts_for, run_triage
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
@@ -126,7 +126,7 @@ def main() -> None:
               f"{statistics.median(per_input_ms):.2f} ms (median over runs, all phases)")
 
         # every crashing input minimized on its own (harder starting points)
-        from harness.codec import decode
+        from harness.core.codec import decode
 
         per_bug: dict[str, list[int]] = {}
         seen = set()

@@ -13,7 +13,7 @@ Every input (libFuzzer's, i.e. our mutator's output) must:
   oracle one with one generic region per site;
 * round-trip: ``decode(encode(tree)) == tree``, ``encode`` at most 17 bytes,
   bytes past the 17th ignored;
-* and, mutated and crossed over by ``harness.mutator`` (with the
+* and, mutated and crossed over by ``harness.core.mutate`` (with the
   pure-Python byte mutation, seeded from the input), give non-empty outputs
   within ``max_size`` that decode to trees of the profile, the same output
   for the same seed.  (The inputs libFuzzer runs are our mutator's outputs:
@@ -42,7 +42,7 @@ except ImportError:  # run from a source tree without the install
 
 import atheris
 
-from harness.campaign import (
+from harness.fuzzing.campaign import (
     SUMMARY_PREFIX,
     ensure_flag,
     has_flag,
@@ -55,11 +55,11 @@ from harness.campaign import (
 from harness.checker import check_text  # noqa: E402
 
 with atheris.instrument_imports(include=["harness", "grammars"]):
-    from harness.choices import SLOT_COUNT
-    from harness.codec import decode, encode
-    from harness.mutator import Mutator, custom_crossover, custom_mutator, use_libfuzzer
-    from harness.renderer import render
-    from harness.tree import is_in_profile, site_count
+    from harness.core.choices import SLOT_COUNT
+    from harness.core.codec import decode, encode
+    from harness.core.mutate import Mutator, custom_crossover, custom_mutator, use_libfuzzer
+    from harness.core.render import render
+    from harness.core.tree import is_in_profile, site_count
 
 PROG = "grammar_fuzzer"
 OPTIONS = ("artifacts",)

@@ -5,9 +5,9 @@ Usage::
 
     loom_opt_fuzzer.py [OPTIONS] [libFuzzer flags] [CORPUS_DIR ...]
 
-Every input is a choice sequence (``harness.codec``): it decodes to a program
+Every input is a choice sequence (``harness.core.codec``): it decodes to a program
 of the default profile, rendered for the target (canonical for loom-opt,
-oracle for mlir-opt), run by ``harness.runner.run_program`` and judged
+oracle for mlir-opt), run by ``harness.run.runner.run_program`` and judged
 against the target's expectations.  A finding (crash, timeout, oom, an
 outcome the expectations contradict, a failed output check) writes
 ``crash-<sha1 of input>.mlir`` and ``.json`` beside the place where libFuzzer
@@ -32,7 +32,7 @@ libFuzzer's flags only:
   --artifacts DIR        findings folder; sets -artifact_prefix=DIR/
                          unless given                          LOOMFUZZ_ARTIFACTS
   --coverage none|afl    afl: edge coverage of an AFL++-instrumented target
-                         through harness.coverage              LOOMFUZZ_COVERAGE
+                         through harness.run.coverage              LOOMFUZZ_COVERAGE
   --grammar-features auto|on|off
                          structural feedback (below); auto: on
                          without --coverage, off with it       LOOMFUZZ_GRAMMAR_FEATURES
@@ -77,7 +77,7 @@ except ImportError:  # run from a source tree without the install
 
 import atheris
 
-from harness.campaign import (
+from harness.fuzzing.campaign import (
     SUMMARY_PREFIX,
     ensure_flag,
     flag_value,
@@ -86,12 +86,12 @@ from harness.campaign import (
     register_exit_hooks,
     split_options,
 )
-from harness.choices import SLOT_COUNT
-from harness.codec import decode
-from harness.expectations import DEFAULT_RULE, ExpectationsError
-from harness.mutator import custom_crossover, custom_mutator, use_libfuzzer
-from harness.renderer import render
-from harness.runner import (
+from harness.core.choices import SLOT_COUNT
+from harness.core.codec import decode
+from harness.run.expectations import DEFAULT_RULE, ExpectationsError
+from harness.core.mutate import custom_crossover, custom_mutator, use_libfuzzer
+from harness.core.render import render
+from harness.run.runner import (
     OutcomeKind,
     TargetNotFound,
     judge,
@@ -99,7 +99,7 @@ from harness.runner import (
     run_program,
     write_finding,
 )
-from harness.tree import ALL_SITES, MAX_SITES, MAX_THREADS, Body, Nesting
+from harness.core.tree import ALL_SITES, MAX_SITES, MAX_THREADS, Body, Nesting
 
 PROG = "loom_opt_fuzzer"
 OPTIONS = ("target", "loom-opt", "pass-args", "pipeline", "expectations", "timeout",
@@ -237,7 +237,7 @@ is_fork_parent = False
 
 def _open_coverage(kind: str, binary: str):
     """The AFL++ bridge, imported only when --coverage asks for it."""
-    from harness.coverage import CoverageUnavailable, open_bridge
+    from harness.run.coverage import CoverageUnavailable, open_bridge
 
     try:
         return open_bridge(kind, binary)

@@ -7,7 +7,7 @@ never pays for it.
 
 This file is the single place where the sampling weights live, and its
 terminals are the canonical MLIR text.  Two things the grammar cannot say are
-filled in afterwards by one pass over the tree (``harness.renderer``):
+filled in afterwards by one pass over the tree (``harness.core.render``):
 
 * the counters: ``$T`` is the thread number (C2) and ``$R`` the module-wide
   region counter shared by ``%rN`` and ``graph_N`` (C4, C5);

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
-from harness.choices import SLOT_COUNT, choices_of
-from harness.codec import decode, encode, program_text
-from harness.engine import generate
-from harness.renderer import render
-from harness.tree import MINIMAL_PROGRAM, is_in_profile
+from harness.core.choices import SLOT_COUNT, choices_of
+from harness.core.codec import decode, encode, program_text
+from harness.core.engine import generate
+from harness.core.render import render
+from harness.core.tree import MINIMAL_PROGRAM, is_in_profile
 
 
 def test_empty_and_short_inputs_decode_to_the_minimal_program():

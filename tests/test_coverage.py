@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-import harness.coverage as coverage
-from harness.codec import program_text
-from harness.renderer import render
-from harness.runner import OutcomeKind, Target, run_program
-from harness.tree import Body, Nesting, Program, Thread, make_site
+import harness.run.coverage as coverage
+from harness.core.codec import program_text
+from harness.core.render import render
+from harness.run.runner import OutcomeKind, Target, run_program
+from harness.core.tree import Body, Nesting, Program, Thread, make_site
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -359,7 +359,7 @@ def test_finish_run_is_cheap_next_to_a_target_run(deep_bug_afl):
 
 def _bridge_script(binary: str, *, early: bool = True, then: str = "sleep") -> list[str]:
     code = (
-        "import sys, time, harness.coverage as c\n"
+        "import sys, time, harness.run.coverage as c\n"
         f"b = c.open_bridge('afl', {binary!r}, early_removal={early})\n"
         "print(b.shm_id, flush=True)\n"
         + ("time.sleep(60)\n" if then == "sleep" else "")
@@ -653,8 +653,8 @@ def test_fuzz_target_start_up_never_imports_fuzzingbook(tmp_path, deep_bug_cc):
         "except SystemExit:\n"
         "    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('fuzzingbook', 'IPython', 'isla', 'pandas', 'scipy', 'numpy') or m == 'harness.engine')\n"
-        "print('LOADED', 'harness.codec' in sys.modules, 'HEAVY', heavy)\n"
+        "('fuzzingbook', 'IPython', 'isla', 'pandas', 'scipy', 'numpy') or m == 'harness.core.engine')\n"
+        "print('LOADED', 'harness.core.codec' in sys.modules, 'HEAVY', heavy)\n"
     )
     proc = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -685,8 +685,8 @@ def test_bundle_never_contains_fuzzingbook(bundle):
     )
     assert listing.returncode == 0, listing.stderr
     modules = set(listing.stdout.split())
-    assert {"harness.runner", "harness.codec", "harness.coverage", "atheris"} <= modules
-    assert "harness/expectations/loom-opt.json" in modules
+    assert {"harness.run.runner", "harness.core.codec", "harness.run.coverage", "atheris"} <= modules
+    assert "harness/run/expectations_data/loom-opt.json" in modules
     assert not [m for m in modules if m.split(".")[0] in ("fuzzingbook", "IPython", "isla")]
 
 

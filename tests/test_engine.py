@@ -7,11 +7,11 @@ import itertools
 
 import pytest
 
-from harness.engine import generate
-from harness.grammar import DECISIONS
-from harness.renderer import render_stream
-from harness.stats import ChoiceCounts, chi2_sf
-from harness.tree import ALL_SITES, is_in_profile
+from harness.core.engine import generate
+from harness.core.grammar import DECISIONS
+from harness.core.render import render_stream
+from harness.core.stats import ChoiceCounts, chi2_sf
+from harness.core.tree import ALL_SITES, is_in_profile
 
 ALPHA = 0.001
 

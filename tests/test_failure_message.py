@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.failure_message import first_failure
+from harness.run.failure_message import first_failure
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.campaign import (
+from harness.fuzzing.campaign import (
     CampaignConfig,
     build_command,
     child_env,
@@ -32,9 +32,9 @@ from harness.campaign import (
     split_options,
 )
 from harness.checker import check_text
-from harness.codec import decode
-from harness.renderer import render
-from harness.tree import ALL_SITES, Body, Nesting
+from harness.core.codec import decode
+from harness.core.render import render
+from harness.core.tree import ALL_SITES, Body, Nesting
 
 REPO = Path(harness.__file__).resolve().parent.parent
 TARGETS = REPO / "fuzz_targets"

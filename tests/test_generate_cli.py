@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness.engine import generate
-from harness.renderer import SPLIT_MARKER, render
+from harness.core.engine import generate
+from harness.core.render import SPLIT_MARKER, render
 
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from harness.checker import check_text
-from harness.engine import generate
-from harness.renderer import render
+from harness.core.engine import generate
+from harness.core.render import render
 
 
 def assert_all_pass(programs) -> int:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from grammars import GRAMMAR, START
-from harness.grammar import DECISIONS, GrammarError, compile_decisions, expand
+from harness.core.grammar import DECISIONS, GrammarError, compile_decisions, expand
 
 
 def test_fuzzingbook_accepts_the_grammar():
@@ -70,6 +70,6 @@ def test_grammar_module_does_not_import_fuzzingbook():
     import subprocess
     import sys
 
-    code = "import sys, grammars, harness.choices, harness.codec, harness.renderer; print('fuzzingbook' in sys.modules)"
+    code = "import sys, grammars, harness.core.choices, harness.core.codec, harness.core.render; print('fuzzingbook' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""The codec's totality and the structure-aware mutator/crossover (harness.mutator).
+"""The codec's totality and the structure-aware mutator/crossover (harness.core.mutate).
 
 Large samples: 100,000 random byte strings, 100,000 mutations, 10,000
 crossovers.  Every distinct program is rendered and given to the independent
@@ -16,11 +16,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from harness import mutator as mutator_module
+from harness.core import mutate as mutator_module
 from harness.checker import check_text
-from harness.choices import BODY_DECISION, NESTING_DECISION, SLOT_COUNT, random_draw, random_programs
-from harness.codec import decode, encode
-from harness.mutator import (
+from harness.core.choices import BODY_DECISION, NESTING_DECISION, SLOT_COUNT, random_draw, random_programs
+from harness.core.codec import decode, encode
+from harness.core.mutate import (
     COUNTS,
     CROSSOVER_OPERATORS,
     MUTATION_OPERATORS,
@@ -31,8 +31,8 @@ from harness.mutator import (
     python_byte_mutate,
     random_site,
 )
-from harness.renderer import render
-from harness.tree import ALL_SITES, MINIMAL_PROGRAM, Body, Program, Thread, is_in_profile
+from harness.core.render import render
+from harness.core.tree import ALL_SITES, MINIMAL_PROGRAM, Body, Program, Thread, is_in_profile
 
 MAX_SIZES = (1, 2, 3, 4, 5, 8, 12, 16, 17, 18, 64, 4096)
 
@@ -280,7 +280,7 @@ def test_same_output_in_another_process():
     here = [custom_mutator(d, m, s).hex() for d, m, s in cases]
     code = (
         "import sys, ast\n"
-        "from harness.mutator import custom_mutator\n"
+        "from harness.core.mutate import custom_mutator\n"
         "cases = ast.literal_eval(sys.stdin.read())\n"
         "print(' '.join(custom_mutator(d, m, s).hex() for d, m, s in cases))\n"
     )

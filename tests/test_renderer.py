@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import generate
-from harness.renderer import SPLIT_MARKER, render, render_stream
-from harness.tree import Body, Callee, Nesting, Program, Thread, make_site
+from harness.core.engine import generate
+from harness.core.render import SPLIT_MARKER, render, render_stream
+from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
 
 # Copied verbatim from ../shared/spec/program-shape.md: the canonical program,
 # and the four other value-producing forms as the fourth site (%r3, graph_3).

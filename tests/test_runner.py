@@ -1,4 +1,4 @@
-"""Tests of harness.runner and harness.expectations, with real subprocesses.
+"""Tests of harness.run.runner and harness.run.expectations, with real subprocesses.
 
 The planted-bug double (tests/fixtures/fake_loom_opt.c) stands in for
 loom-opt where a crash, hang or oom must happen on purpose; upstream
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from harness.expectations import CHECKS, ExpectationsError, load_expectations
-from harness.runner import (
+from harness.run.expectations import CHECKS, ExpectationsError, load_expectations
+from harness.run.runner import (
     DEFAULT_MLIR_PIPELINE,
     LOOM_NOT_FOUND,
     Outcome,
@@ -27,8 +27,8 @@ from harness.runner import (
     run_program,
     write_finding,
 )
-from harness.renderer import render as render_program
-from harness.tree import Body, Callee, Nesting, Program, Thread, make_site
+from harness.core.render import render as render_program
+from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
 
 # ------------------------------------------------------ program text builders
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import crashdb
+from harness.triage import crashdb
 from harness.checker import check_text
-from harness.choices import random_programs
-from harness.codec import decode
-from harness.crashdb import TriageDB
-from harness.minimize import complexity, minimize, reduce_lines, reductions
-from harness.parser import normalise, parse, split_programs
-from harness.renderer import SPLIT_MARKER, render
-from harness.runner import judge, resolve_target, run_program
-from harness.signature import (
+from harness.core.choices import random_programs
+from harness.core.codec import decode
+from harness.triage.crashdb import TriageDB
+from harness.core.reduce import complexity, minimize, reduce_lines, reductions
+from harness.core.parse import normalise, parse, split_programs
+from harness.core.render import SPLIT_MARKER, render
+from harness.run.runner import judge, resolve_target, run_program
+from harness.triage.signature import (
     Signature,
     clean_function,
     crash_signature,
@@ -35,7 +35,7 @@ from harness.signature import (
     signature_of,
     stack_frames,
 )
-from harness.tree import Body, Nesting, Program, Thread, describe, make_site
+from harness.core.tree import Body, Nesting, Program, Thread, describe, make_site
 
 from tests.triage_inputs import MINIMAL, expected_bug, make_corpus, run_lit_test, triggers
 
@@ -105,7 +105,7 @@ def test_split_programs():
 
 
 def render_stream_pair(a, b):
-    from harness.renderer import render_stream
+    from harness.core.render import render_stream
 
     return render_stream([a, b])
 
@@ -507,7 +507,7 @@ def test_killed_midway_and_resumed_gives_the_uninterrupted_database(triaged, fak
 
 
 def test_resume_after_a_crash_during_minimization(triaged, fake_loom_opt, tmp_path, monkeypatch):
-    from harness import triage
+    from harness.triage import pipeline as triage
 
     target = resolve_target("loom-opt", loom_opt=fake_loom_opt, pass_args=DETERMINISTIC.split())
     config = triage.TriageConfig(
@@ -546,7 +546,7 @@ def test_flaky_inputs_are_reported_as_flaky(tmp_path, fake_loom_opt):
             flaky.append(program)
         if len(flaky) == 5:
             break
-    from harness.codec import encode
+    from harness.core.codec import encode
 
     for k, program in enumerate(flaky):
         (fuzz / f"crash-flaky{k}").write_bytes(encode(program))
@@ -646,7 +646,7 @@ def test_cli_errors_are_one_line_and_lose_nothing(triaged, fake_loom_opt, tmp_pa
 def test_cli_run_word_triages_a_folder_named_list(tmp_path, fake_loom_opt):
     folder = tmp_path / "list"
     folder.mkdir()
-    from harness.codec import encode
+    from harness.core.codec import encode
 
     (folder / "crash-1").write_bytes(encode(MINIMAL["fatal"]))
     proc = loomfuzz(*triage_args(fake_loom_opt, "t.db", "out", "run", "list"), cwd=tmp_path)
@@ -656,7 +656,7 @@ def test_cli_run_word_triages_a_folder_named_list(tmp_path, fake_loom_opt):
 
 
 def test_database_defaults_to_beside_the_report(tmp_path, fake_loom_opt):
-    from harness.codec import encode
+    from harness.core.codec import encode
 
     (tmp_path / "crash-1").write_bytes(encode(MINIMAL["segv"]))
     proc = loomfuzz("triage", "--loom-opt", fake_loom_opt, "--out", "reports", "--no-progress", "crash-1",
@@ -668,7 +668,7 @@ def test_database_defaults_to_beside_the_report(tmp_path, fake_loom_opt):
 
 
 def test_a_second_triage_on_a_database_in_use_is_refused(tmp_path, fake_loom_opt):
-    from harness.codec import encode
+    from harness.core.codec import encode
 
     fuzz = tmp_path / "fuzz"
     fuzz.mkdir()
@@ -714,9 +714,9 @@ def _processes_running(binary: str) -> list[int]:
 
 
 def test_collect_inputs_streams_sidecars_and_skips(tmp_path):
-    from harness.codec import encode
-    from harness.renderer import render_stream
-    from harness.triage import collect_inputs
+    from harness.core.codec import encode
+    from harness.core.render import render_stream
+    from harness.triage.pipeline import collect_inputs
 
     folder = tmp_path / "artifacts"
     folder.mkdir()

@@ -18,10 +18,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.choices import random_programs
-from harness.codec import encode
-from harness.renderer import render
-from harness.tree import Body, Nesting, Program, Thread, make_site
+from harness.core.choices import random_programs
+from harness.core.codec import encode
+from harness.core.render import render
+from harness.core.tree import Body, Nesting, Program, Thread, make_site
 
 BUGS = ("assert", "segv", "fatal", "flaky")
 

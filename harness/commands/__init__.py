@@ -68,8 +68,8 @@ class TargetError(Exception):
 
 def target_from_args(args: argparse.Namespace):
     """The runner's Target for the options of :func:`add_target_arguments`."""
-    from harness.expectations import ExpectationsError
-    from harness.runner import TargetNotFound, resolve_target
+    from harness.run.expectations import ExpectationsError
+    from harness.run.runner import TargetNotFound, resolve_target
 
     try:
         pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None

@@ -14,9 +14,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.codec import decode
-    from harness.renderer import SPLIT_MARKER, render
-    from harness.tree import describe
+    from harness.core.codec import decode
+    from harness.core.render import SPLIT_MARKER, render
+    from harness.core.tree import describe
 
     status = 0
     for index, name in enumerate(args.inputs):

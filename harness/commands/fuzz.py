@@ -65,7 +65,7 @@ def _note(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.campaign import (
+    from harness.fuzzing.campaign import (
         CampaignConfig,
         CampaignError,
         format_summary,
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
         if args.coverage != "none":
             # Checked here too, so that a binary without a map stops before the campaign starts.
-            from harness.coverage import CoverageUnavailable, require_map
+            from harness.run.coverage import CoverageUnavailable, require_map
 
             try:
                 require_map(target.argv[0])

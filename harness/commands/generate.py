@@ -35,7 +35,7 @@ def file_name(index: int, count: int) -> str:
 
 
 def _write_stream(programs, render: str, stream) -> None:
-    from harness.renderer import render_stream
+    from harness.core.render import render_stream
 
     batch: list[str] = []
     for text in render_stream(programs, render):
@@ -48,7 +48,7 @@ def _write_stream(programs, render: str, stream) -> None:
 
 
 def _write_folder(programs, render: str, folder: Path, count: int, progress: bool) -> None:
-    from harness.renderer import render as render_program
+    from harness.core.render import render as render_program
 
     if progress:
         from tqdm import tqdm
@@ -63,8 +63,8 @@ def _write_folder(programs, render: str, folder: Path, count: int, progress: boo
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.engine import EngineUnavailable, generate
-    from harness.stats import ChoiceCounts
+    from harness.core.engine import EngineUnavailable, generate
+    from harness.core.stats import ChoiceCounts
 
     programs = generate(args.engine, args.seed, args.count)
     counts = ChoiceCounts() if args.stats else None

@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
             return _mark(args, words)
         return _report(args, words)
     except Exception as error:  # one line for the user, whatever failed
-        from harness.crashdb import DatabaseError
-        from harness.triage import InputError
+        from harness.triage.crashdb import DatabaseError
+        from harness.triage.pipeline import InputError
 
         if isinstance(error, (DatabaseError, InputError)):
             return _error(str(error))
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.runner import TargetNotFound
-    from harness.triage import TriageConfig, run_triage
+    from harness.run.runner import TargetNotFound
+    from harness.triage.pipeline import TriageConfig, run_triage
 
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
 
 
 def _open(args: argparse.Namespace):
-    from harness.crashdb import TriageDB
+    from harness.triage.crashdb import TriageDB
 
     return TriageDB(args.db, create=False)
 
@@ -234,7 +234,7 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
 
 
 def _mark(args: argparse.Namespace, words: list[str]) -> int:
-    from harness.crashdb import STATUSES
+    from harness.triage.crashdb import STATUSES
 
     try:
         bucket_id = _bucket_id(words, "mark")
@@ -252,7 +252,7 @@ def _mark(args: argparse.Namespace, words: list[str]) -> int:
 
 
 def _report(args: argparse.Namespace, words: list[str]) -> int:
-    from harness.report import write_reports
+    from harness.triage.report import write_reports
 
     if words:
         return _error(f"report takes no arguments (got {' '.join(words)!r})")

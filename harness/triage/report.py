@@ -68,8 +68,8 @@ The signature is in a comment at the top.
           "minimized": {                          // null until minimized
             "path": "bucket-1/minimized.mlir",
             "in_shape": true,                     // false: kept as text (no member in the shape)
-            "tree": "t0[for:freeze]",             // harness.tree.describe, null for text
-            "bytes": "0a1b",                      // hex of the fuzz input (harness.codec.encode), null for text
+            "tree": "t0[for:freeze]",             // harness.core.tree.describe, null for text
+            "bytes": "0a1b",                      // hex of the fuzz input (harness.core.codec.encode), null for text
             "lines": 31, "sites": 1,
             "target_runs": 5,                     // target runs spent minimizing
             "verified": {"hits": 3, "attempts": 3},  // runs of the result that gave the signature;
@@ -106,8 +106,8 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.crashdb import TriageDB, now
-from harness.signature import filecheck_pattern, raw_message
+from harness.triage.crashdb import TriageDB, now
+from harness.triage.signature import filecheck_pattern, raw_message
 
 __all__ = ["REPORT_SCHEMA", "regression_test", "report_data", "report_markdown", "write_reports"]
 
@@ -132,7 +132,7 @@ def _target(bucket) -> dict:
 
 def _rule(target: dict, text: str):
     """The expectation rule the target applied to ``text`` (None when unknown)."""
-    from harness.expectations import ExpectationsError, builtin_expectations, load_expectations
+    from harness.run.expectations import ExpectationsError, builtin_expectations, load_expectations
 
     source = target.get("expectations") or ""
     try:

@@ -211,8 +211,8 @@ class MemberRecord:
 
     sha256: str
     form: str  # "tree" | "text"
-    tree: str | None  # harness.tree.describe(program)
-    data: bytes | None  # harness.codec.encode(program)
+    tree: str | None  # harness.core.tree.describe(program)
+    data: bytes | None  # harness.core.codec.encode(program)
     text: str  # the program text (canonical rendering for trees)
     sites: int | None
     not_in_shape: str | None  # why the text is not in the shape (form == "text")
@@ -429,7 +429,7 @@ class TriageDB:
         """Store a reproduced input: (member id, bucket id or None, whether the bucket is new).
 
         Idempotent: a member already recorded (same sha256) is only seen again.
-        ``signature`` is a :class:`harness.signature.Signature` (None when it
+        ``signature`` is a :class:`harness.triage.signature.Signature` (None when it
         did not reproduce).
         """
         with self.transaction() as c:

@@ -3,8 +3,8 @@
 Triage inputs, seeds and hand-edited reproducers arrive as ``.mlir`` text.
 :func:`parse` recognises the shape line by line (threads, the optional
 top-level ``%icall``, ``scf.if``/``scf.for`` wrappers, the region body
-forms), builds the :class:`~harness.tree.Program`, and then renders it again
-with :func:`harness.renderer.render`: the text is *in the shape* only when the
+forms), builds the :class:`~harness.core.tree.Program`, and then renders it again
+with :func:`harness.core.render.render`: the text is *in the shape* only when the
 rendering equals it, in the ``canonical`` or the ``oracle`` style.  So the
 answer is exact (no lenient parse that the renderer would not give back), and
 the parser needs no grammar of its own beyond the markers that tell the
@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from harness.renderer import SPLIT_MARKER, STYLES, render
-from harness.tree import (
+from harness.core.render import SPLIT_MARKER, STYLES, render
+from harness.core.tree import (
     MAX_SITES,
     MAX_THREADS,
     Body,

@@ -57,10 +57,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from harness.failure_message import first_failure
+from harness.run.failure_message import first_failure
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.runner import Verdict
+    from harness.run.runner import Verdict
 
 __all__ = [
     "FRAME_COUNT",

@@ -1,6 +1,6 @@
 """Fuzz input bytes <-> shape tree, in the manner of Hypothesis and Zest.
 
-Byte ``k`` answers the decision in slot ``k`` of :mod:`harness.choices`'
+Byte ``k`` answers the decision in slot ``k`` of :mod:`harness.core.choices`'
 layout, mapped through that decision's byte table (each alternative owns a
 run of byte values in proportion to its probability).  Missing bytes answer
 0, the first alternative; bytes past the layout are ignored.  So the decoder
@@ -10,10 +10,10 @@ the profile), and a flipped byte is one changed decision.
 
 from __future__ import annotations
 
-from harness.choices import SLOT_COUNT, build, choices_of
-from harness.grammar import DECISIONS, Decision
-from harness.renderer import render as render_program
-from harness.tree import Program
+from harness.core.choices import SLOT_COUNT, build, choices_of
+from harness.core.grammar import DECISIONS, Decision
+from harness.core.render import render as render_program
+from harness.core.tree import Program
 
 _TABLES = {id(d): d.byte_table for d in DECISIONS.values()}
 _CANONICAL = {id(d): d.canonical_bytes for d in DECISIONS.values()}

@@ -1,8 +1,8 @@
 """Structure-aware mutation and crossover for libFuzzer/atheris.
 
 Every operator works on the shape tree: the input bytes are decoded
-(:func:`harness.codec.decode`, total), one operator changes the tree, and the
-result is encoded again (:func:`harness.codec.encode`, at most
+(:func:`harness.core.codec.decode`, total), one operator changes the tree, and the
+result is encoded again (:func:`harness.core.codec.encode`, at most
 ``SLOT_COUNT`` = 17 bytes, truncated further when libFuzzer's ``max_size`` is
 smaller: any prefix still decodes to a program of the profile).  So every
 output is a valid program, whatever the input bytes were.
@@ -53,7 +53,7 @@ Determinism: all choices come from one small 64-bit LCG keyed by ``seed``
 and the input bytes; the same ``(data, max_size, seed)`` gives the same
 output (with the pure-Python byte mutation; libFuzzer's ``Mutate`` follows
 libFuzzer's own random state).  The PCFG draws go through
-:func:`harness.choices.random_draw`, so regenerated parts follow the
+:func:`harness.core.choices.random_draw`, so regenerated parts follow the
 grammar's weights exactly.
 
 :data:`COUNTS` (a ``collections.Counter``) counts every applied operator,
@@ -70,7 +70,7 @@ from collections import Counter
 from typing import Callable, Optional
 from zlib import crc32
 
-from harness.choices import (
+from harness.core.choices import (
     BODY_DECISION,
     CALLEE_DECISION,
     NESTING_DECISION,
@@ -83,10 +83,10 @@ from harness.choices import (
     site_slot,
     thread_slot,
 )
-from harness.codec import decode, encode
-from harness.grammar import DECISIONS
-from harness.tree import SITES as SITE_TABLE
-from harness.tree import MAX_SITES, MAX_THREADS, Body, Program, Site, Thread
+from harness.core.codec import decode, encode
+from harness.core.grammar import DECISIONS
+from harness.core.tree import SITES as SITE_TABLE
+from harness.core.tree import MAX_SITES, MAX_THREADS, Body, Program, Site, Thread
 
 __all__ = [
     "COUNTS",
@@ -113,7 +113,7 @@ _BODIES = len(SITE_TABLE[0])
 class FastRandom:
     """A 64-bit LCG (Knuth's MMIX constants): cheap to reseed, deterministic.
 
-    Only ``random()`` is needed by :func:`harness.choices.random_draw`.
+    Only ``random()`` is needed by :func:`harness.core.choices.random_draw`.
     """
 
     __slots__ = ("state",)

@@ -1,8 +1,8 @@
 """Expectations as data: which outcome each program should get from a target.
 
 A target's expectations are a JSON file.  The built-in ones ship in the
-package as ``harness/expectations/loom-opt.json`` and
-``harness/expectations/mlir-opt.json``; a user's own file replaces them
+package as ``harness/run/expectations_data/loom-opt.json`` and
+``harness/run/expectations_data/mlir-opt.json``; a user's own file replaces them
 (``--expectations PATH``).
 
 Schema::
@@ -30,7 +30,7 @@ program text as the target reads it (``match``/``unless``) or in the target's
 stderr (``stderr``), with ``re.MULTILINE`` so ``^``/``$`` anchor at lines.
 A program no rule matches is expected ``accepted`` with no checks.
 
-What counts as a finding (see ``harness.runner.judge``): every crash, timeout
+What counts as a finding (see ``harness.run.runner.judge``): every crash, timeout
 or oom, whatever the rules say; an outcome other than the expected one
 (``either`` accepts both accepted and rejected); an expected outcome whose
 stderr does not match the rule's ``stderr``; an accepted outcome that fails
@@ -348,7 +348,7 @@ def builtin_expectations(name: str) -> Expectations | None:
     """The expectations shipped for target ``name``, or None if there are none."""
     if name in _BUILTIN_CACHE:
         return _BUILTIN_CACHE[name]
-    res = resources.files("harness").joinpath("expectations", f"{name}.json")
+    res = resources.files("harness.run").joinpath("expectations_data", f"{name}.json")
     if not res.is_file():
         return None
     exp = _loads(res.read_text(encoding="utf-8"), f"builtin:{name}")

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from harness.tree import Body, Callee, Nesting, Program, Thread, make_site
+from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
 
 __all__ = [
     "BODY_ORDER",

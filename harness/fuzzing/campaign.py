@@ -88,7 +88,7 @@ _STATUS = re.compile(r"^#(\d+)\s+(?:INITED|NEW|REDUCE|pulse|RELOAD|DONE)\b")
 _DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
 _STAT_RUNS = re.compile(r"^stat::number_of_executed_units: (\d+)")
 
-MAX_INPUT = 17  # harness.choices.SLOT_COUNT, without importing it here
+MAX_INPUT = 17  # harness.core.choices.SLOT_COUNT, without importing it here
 LIBFUZZER_INTERRUPTED = 72  # libFuzzer's -interrupt_exitcode default
 
 
@@ -230,9 +230,9 @@ def child_env(base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
 def seed_programs(count: int = 48, seed: int = 0) -> list[bytes]:
     """Encoded programs for an empty corpus: every site variant once (alone,
     wrapped in each thread position), then programs drawn from the PCFG."""
-    from harness.codec import encode
-    from harness.engine import generate
-    from harness.tree import ALL_SITES, Program, Thread
+    from harness.core.codec import encode
+    from harness.core.engine import generate
+    from harness.core.tree import ALL_SITES, Program, Thread
 
     programs = []
     for index, site in enumerate(ALL_SITES):
@@ -285,7 +285,7 @@ def _corpus_entries(corpus: Path) -> list[Path]:
 
 def inspect_corpus(corpus: Path) -> CorpusReport:
     """Read every corpus file once: unreadable, empty and non-canonical ones."""
-    from harness.codec import decode, encode
+    from harness.core.codec import decode, encode
 
     report = CorpusReport()
     for path in _corpus_entries(corpus):
@@ -427,7 +427,7 @@ def parse_summary(line: str) -> Optional[tuple[int, float]]:
 
 
 def finding_kind(record: Mapping) -> str:
-    """A finding's kind from its sidecar (harness.runner.FINDING_KINDS)."""
+    """A finding's kind from its sidecar (harness.run.runner.FINDING_KINDS)."""
     return str(record.get("finding_kind") or record.get("outcome") or "unknown")
 
 

@@ -9,8 +9,8 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    * fuzz artifacts: files named ``crash-*``, ``timeout-*``, ``oom-*``,
      ``leak-*``, ``slow-unit-*``, ``minimized-from-*`` without a ``.mlir``/
      ``.json``/``.txt``/``.log`` extension: raw bytes, decoded with
-     :func:`harness.codec.decode` (every byte string is a program);
-   * ``.mlir`` files: parsed with :func:`harness.parser.parse`; a text that
+     :func:`harness.core.codec.decode` (every byte string is a program);
+   * ``.mlir`` files: parsed with :func:`harness.core.parse.parse`; a text that
      is not in the shape is still triaged as the raw text (and said so: the
      member's form is ``text`` and it keeps the parser's reason).  A file of
      several ``// -----``-separated programs gives one input per program
@@ -29,20 +29,20 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 3. **Reproduce** (:func:`reproduce`) each new program ``repeat`` times on
    the target (the runner's ``run_program`` + ``judge``, the same target as
    ``fuzz``), in ``jobs`` threads.  Each run that is a finding gets a
-   signature (:mod:`harness.signature`); the most frequent one names the
+   signature (:mod:`harness.triage.signature`); the most frequent one names the
    input's bucket; ``always`` / ``sometimes`` (flaky) / ``never`` (no
    finding: not reproducing, kept in the database without a bucket).
    Results are committed one input per transaction, in input order, from
    the main thread.
 
-4. **Minimize** (:mod:`harness.minimize`) every bucket that has no
+4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
    minimized program yet, from its simplest member, under the predicate
    "same signature and the checker passes"; a flaky bucket's predicate
    retries a candidate until it is confident it does not reproduce.  With
    ``text_reduce``, the minimized text is then reduced line by line (ddmin)
    under "same signature" as an extra.
 
-5. **Report** (:mod:`harness.report`): ``OUT/bucket-N/`` files,
+5. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
    ``report.md`` and ``report.json``.
 
 Killed at any point, the next triage on the same database resumes the
@@ -65,14 +65,14 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from harness.checker import check_text
-from harness.codec import decode, encode
-from harness.crashdb import MemberRecord, TriageDB
-from harness.minimize import complexity, minimize, reduce_lines
-from harness.parser import parse, split_programs
-from harness.renderer import render
-from harness.runner import Outcome, Target, Verdict, judge, run_program
-from harness.signature import Signature, signature_of
-from harness.tree import Program, describe, site_count
+from harness.core.codec import decode, encode
+from harness.triage.crashdb import MemberRecord, TriageDB
+from harness.core.reduce import complexity, minimize, reduce_lines
+from harness.core.parse import parse, split_programs
+from harness.core.render import render
+from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.triage.signature import Signature, signature_of
+from harness.core.tree import Program, describe, site_count
 
 __all__ = [
     "ARTIFACT_PREFIXES",
@@ -476,8 +476,8 @@ def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int) -> _M
 
 def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None) -> TriageSummary:
     """The whole pipeline (see the module docstring).  Raises InputError and
-    harness.crashdb.DatabaseError with one-line messages."""
-    from harness.report import write_reports
+    harness.triage.crashdb.DatabaseError with one-line messages."""
+    from harness.triage.report import write_reports
 
     log = log or (lambda message: print(message, file=sys.stderr))
     target = config.target

@@ -22,7 +22,7 @@ from itertools import accumulate
 from typing import Any, Callable, Mapping
 
 from grammars import GRAMMAR, START
-from harness.tree import Body, Callee, Program, Thread, make_site
+from harness.core.tree import Body, Callee, Program, Thread, make_site
 
 _NONTERMINAL = re.compile(r"(<[^<> ]*>)")
 _UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})

@@ -45,13 +45,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from harness.expectations import (
+from harness.run.expectations import (
     DEFAULT_RULE,
     Expectations,
     builtin_expectations,
     load_expectations,
 )
-from harness.failure_message import first_failure
+from harness.run.failure_message import first_failure
 
 __all__ = [
     "DEFAULT_MLIR_PIPELINE",

@@ -1,6 +1,6 @@
 """How often each convention choice was made, next to the PCFG's weight.
 
-Counts come from the choice sequence (:func:`harness.choices.choices_of`), so
+Counts come from the choice sequence (:func:`harness.core.choices.choices_of`), so
 they describe exactly the decisions the grammar makes: C1 threads, C6 the
 optional call, C3 sites, C7 nesting, C8 body, C9 callee.  A chi-square test
 per decision says whether the sample fits the weights.
@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from harness.choices import choices_of
-from harness.grammar import DECISIONS
-from harness.tree import Program
+from harness.core.choices import choices_of
+from harness.core.grammar import DECISIONS
+from harness.core.tree import Program
 
 #: The convention each decision implements, for the table.
 CONVENTIONS = {

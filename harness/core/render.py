@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from grammars import REGION_NUMBER, THREAD_NUMBER
-from harness.grammar import BODY, CALLEE, NESTING, expand
-from harness.tree import Nesting, Program, Site, Thread
+from harness.core.grammar import BODY, CALLEE, NESTING, expand
+from harness.core.tree import Nesting, Program, Site, Thread
 
 STYLES = ("canonical", "oracle")
 

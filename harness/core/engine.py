@@ -1,6 +1,6 @@
 """Engines: sources of shape trees drawn from the PCFG.
 
-* ``fast`` (the default): :mod:`harness.choices` walks the compiled grammar
+* ``fast`` (the default): :mod:`harness.core.choices` walks the compiled grammar
   with one ``random.Random(seed)``; the same seed gives the same trees on any
   machine.
 * ``fuzzingbook``: fuzzingbook's ``ProbabilisticGrammarFuzzer`` expands the
@@ -15,9 +15,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from harness.choices import random_programs
-from harness.grammar import GRAMMAR, START, program_from_derivation
-from harness.tree import Program
+from harness.core.choices import random_programs
+from harness.core.grammar import GRAMMAR, START, program_from_derivation
+from harness.core.tree import Program
 
 ENGINES = ("fast", "fuzzingbook")
 

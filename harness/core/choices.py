@@ -24,9 +24,9 @@ from bisect import bisect_right
 from random import Random
 from typing import Callable, Iterator
 
-from harness.grammar import BODY, CALLEE, DECISIONS, NESTING, SITES, THREADS, TOP_CALL, Decision
-from harness.tree import SITES as SITE_TABLE
-from harness.tree import MAX_SITES, MAX_THREADS, Body, Program, Site, Thread
+from harness.core.grammar import BODY, CALLEE, DECISIONS, NESTING, SITES, THREADS, TOP_CALL, Decision
+from harness.core.tree import SITES as SITE_TABLE
+from harness.core.tree import MAX_SITES, MAX_THREADS, Body, Program, Site, Thread
 
 Draw = Callable[[Decision, int], int]
 
