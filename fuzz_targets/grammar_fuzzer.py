@@ -7,15 +7,15 @@ Usage::
 
 Every input (libFuzzer's, i.e. our mutator's output) must:
 
-* decode to a tree inside the default profile;
+* decode to a derivation tree of the default grammar;
 * render in both renderings, the canonical one accepted by the independent
   checker (``harness.checker.check_text``: no violation of P1-P24), the
   oracle one with one generic region per site;
-* round-trip: ``decode(encode(tree)) == tree``, ``encode`` at most 17 bytes,
-  bytes past the 17th ignored;
+* round-trip: ``decode(encode(tree)) == tree``, ``encode`` at most the
+  grammar's whole choice sequence (17 bytes), bytes past it ignored;
 * and, mutated and crossed over by ``harness.core.mutate`` (with the
   pure-Python byte mutation, seeded from the input), give non-empty outputs
-  within ``max_size`` that decode to trees of the profile, the same output
+  within ``max_size`` that decode to trees of the grammar, the same output
   for the same seed.  (The inputs libFuzzer runs are our mutator's outputs:
   the checker sees every one of those.)
 
@@ -33,7 +33,6 @@ import os
 import sys
 import time
 import zlib
-from collections import Counter
 
 try:
     import harness  # noqa: F401  (installed: pip install -e .)
@@ -55,11 +54,17 @@ from harness.fuzzing.campaign import (
 from harness.checker import check_text  # noqa: E402
 
 with atheris.instrument_imports(include=["harness", "grammars"]):
-    from harness.core.choices import SLOT_COUNT
     from harness.core.codec import decode, encode
-    from harness.core.mutate import Mutator, custom_crossover, custom_mutator, use_libfuzzer
-    from harness.core.render import render
-    from harness.core.tree import is_in_profile, site_count
+    from harness.core.codec import max_input_length
+    from harness.core.grammar import default_grammar
+    from harness.core.mutate import Mutator
+    from harness.core.render import renderer
+    from harness.core.tree import is_valid
+
+GRAMMAR = default_grammar()
+MAX_BYTES = max_input_length(GRAMMAR)
+render_canonical = renderer(GRAMMAR, "canonical").render
+render_oracle = renderer(GRAMMAR, "oracle").render
 
 PROG = "grammar_fuzzer"
 OPTIONS = ("artifacts",)
@@ -75,26 +80,28 @@ def _fail(data: bytes, what: str) -> None:
 
 
 _accepted: set = set()  # trees whose canonical text the checker accepted
-_checker = Mutator(counts=Counter())  # pure-Python byte mutation: deterministic per seed
+_checker = Mutator(GRAMMAR)  # pure-Python byte mutation: deterministic per seed
+_mutator = Mutator(GRAMMAR)  # libFuzzer's own mutations through atheris.Mutate
 
 
 def _check_tree(data: bytes, tree, what: str) -> None:
-    if not is_in_profile(tree):
-        _fail(data, f"{what}: tree outside the default profile: {tree!r}")
+    if not is_valid(GRAMMAR, tree):
+        _fail(data, f"{what}: not a derivation tree of the grammar: {tree!r}")
 
 
 def _check_program(data: bytes, tree, what: str) -> None:
     if tree in _accepted:
         return
     _check_tree(data, tree, what)
-    violations = check_text(render(tree, "canonical"))
+    canonical = render_canonical(tree)
+    violations = check_text(canonical)
     if violations:
         shown = "; ".join(v.format("<program>") for v in violations[:3])
         _fail(data, f"{what}: the checker rejects the canonical text: {shown}")
-    oracle = render(tree, "oracle")
-    if oracle.count(SPATIAL_REGION) != site_count(tree):
-        _fail(data, f"{what}: the oracle text has {oracle.count(SPATIAL_REGION)} regions "
-                    f"for {site_count(tree)} sites")
+    oracle = render_oracle(tree)
+    if oracle.count(SPATIAL_REGION) != canonical.count(SPATIAL_REGION):
+        _fail(data, f"{what}: the oracle text has {oracle.count(SPATIAL_REGION)} regions, "
+                    f"the canonical one {canonical.count(SPATIAL_REGION)}")
     if len(_accepted) > 200_000:
         _accepted.clear()
     _accepted.add(tree)
@@ -110,18 +117,18 @@ def test_one_input(data: bytes) -> None:
     now = time.monotonic()
     if Stats.first is None:
         Stats.first = now
-    tree = decode(data)
+    tree = decode(data, GRAMMAR)
     _check_program(data, tree, "decoded input")
-    encoded = encode(tree)
-    if len(encoded) > SLOT_COUNT:
-        _fail(data, f"encode gave {len(encoded)} bytes, more than {SLOT_COUNT}")
-    if decode(encoded) != tree:
+    encoded = encode(tree, GRAMMAR)
+    if len(encoded) > MAX_BYTES:
+        _fail(data, f"encode gave {len(encoded)} bytes, more than {MAX_BYTES}")
+    if decode(encoded, GRAMMAR) != tree:
         _fail(data, "decode(encode(tree)) != tree")
-    if decode(data[:SLOT_COUNT]) != tree:
-        _fail(data, "bytes past the last slot changed the program")
+    if decode(data[:MAX_BYTES], GRAMMAR) != tree:
+        _fail(data, "bytes past the whole choice sequence changed the program")
 
     seed = zlib.crc32(data)
-    max_size = 1 + seed % (SLOT_COUNT + 3)  # 1..20: small sizes truncate
+    max_size = 1 + seed % (MAX_BYTES + 3)  # small sizes truncate
     mutant = _checker.mutate(data, max_size, seed)
     if not 0 < len(mutant) <= max_size:
         _fail(data, f"mutate gave {len(mutant)} bytes for max_size {max_size}")
@@ -129,12 +136,12 @@ def test_one_input(data: bytes) -> None:
         _fail(data, f"mutate is not deterministic for seed {seed}")
     # Mutants and children are checked for shape here; libFuzzer runs the
     # ones it keeps through this function, where the checker sees them.
-    _check_tree(data, decode(mutant), f"mutant (seed {seed}, max_size {max_size})")
+    _check_tree(data, decode(mutant, GRAMMAR), f"mutant (seed {seed}, max_size {max_size})")
     other = data[::-1]
     child = _checker.crossover(data, other, max_size, seed)
     if not 0 < len(child) <= max_size:
         _fail(data, f"crossover gave {len(child)} bytes for max_size {max_size}")
-    _check_tree(data, decode(child), f"crossover child (seed {seed}, max_size {max_size})")
+    _check_tree(data, decode(child, GRAMMAR), f"crossover child (seed {seed}, max_size {max_size})")
     Stats.executions += 1
     Stats.last = time.monotonic()
 
@@ -163,11 +170,12 @@ def main(argv: list[str]) -> None:
     if artifacts and not has_flag(flags, "artifact_prefix"):
         os.makedirs(artifacts, exist_ok=True)
         flags.append(f"-artifact_prefix={os.path.abspath(artifacts)}{os.sep}")
-    ensure_flag(flags, "max_len", str(SLOT_COUNT + 3))
+    ensure_flag(flags, "max_len", str(MAX_BYTES + 3))
     ensure_flag(flags, "len_control", "0")
     register_exit_hooks(_summary)
-    atheris.Setup(flags, test_one_input, custom_mutator=custom_mutator, custom_crossover=custom_crossover)
-    use_libfuzzer(lambda data, max_size: atheris.Mutate(data, max_size))
+    atheris.Setup(flags, test_one_input, custom_mutator=_mutator.mutate,
+                  custom_crossover=_mutator.crossover)
+    _mutator.use_libfuzzer(lambda data, max_size: atheris.Mutate(data, max_size))
     gc.freeze()  # start-up objects out of the collector's way: cheaper full collections
     atheris.Fuzz()
 

@@ -6,7 +6,7 @@ Usage::
     loom_opt_fuzzer.py [OPTIONS] [libFuzzer flags] [CORPUS_DIR ...]
 
 Every input is a choice sequence (``harness.core.codec``): it decodes to a program
-of the default profile, rendered for the target (canonical for loom-opt,
+of the grammar (the default profile, or ``--grammar FILE``), rendered for the target (canonical for loom-opt,
 oracle for mlir-opt), run by ``harness.run.runner.run_program`` and judged
 against the target's expectations.  A finding (crash, timeout, oom, an
 outcome the expectations contradict, a failed output check) writes
@@ -36,9 +36,13 @@ libFuzzer's flags only:
   --grammar-features auto|on|off
                          structural feedback (below); auto: on
                          without --coverage, off with it       LOOMFUZZ_GRAMMAR_FEATURES
+  --grammar FILE         the grammar (Python or JSON file)     LOOMFUZZ_GRAMMAR
+  --profile NAME         a built-in grammar (default           LOOMFUZZ_PROFILE
+                         conventions)
 
-libFuzzer defaults changed here (pass the flag to override): ``-max_len=17``
-(inputs never need more), ``-len_control=0``, and ``-timeout`` at least twice
+libFuzzer defaults changed here (pass the flag to override): ``-max_len`` the
+grammar's whole choice sequence (17 bytes for the default grammar; 4096 for
+a recursive one), ``-len_control=0``, and ``-timeout`` at least twice
 ``--timeout`` plus a minute (libFuzzer's own limit on one input must not fire
 before the runner's).  Every finding is named ``crash-<sha1>``, whatever its
 kind (the ``.json`` says: crash, timeout, oom, ...); a ``timeout-<sha1>``
@@ -46,10 +50,10 @@ from libFuzzer itself would mean the harness hung.
 
 Feedback.  With ``--coverage afl`` libFuzzer sees the target's edges.
 Without it (an uninstrumented loom-opt, upstream mlir-opt) each run reports
-grammar features as libFuzzer counters instead: every site variant at each
-position, each pair of neighbouring sites, each thread shape, the number of
-sites per body form and wrapper, and the outcome (kind and expectation rule),
-so the corpus keeps structurally different programs.  With real coverage
+grammar features as libFuzzer counters instead: the program's k-path features
+(``harness.core.features``: every alternative chosen, every parent/child pair
+of choices) and the outcome (kind and expectation rule), so the corpus keeps
+structurally different programs.  With real coverage
 they are off by default (``--grammar-features on`` adds them): they would
 fill the corpus with programs the target does not tell apart and dilute the
 energy libFuzzer gives to inputs that reached new code.
@@ -86,11 +90,12 @@ from harness.fuzzing.campaign import (
     register_exit_hooks,
     split_options,
 )
-from harness.core.choices import SLOT_COUNT
-from harness.core.codec import decode
+from harness.core.codec import decode, max_input_length
+from harness.core.features import KPathFeatures
+from harness.core.grammar import GrammarError, load
+from harness.core.mutate import Mutator
+from harness.core.render import renderer
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
-from harness.core.mutate import custom_crossover, custom_mutator, use_libfuzzer
-from harness.core.render import render
 from harness.run.runner import (
     OutcomeKind,
     TargetNotFound,
@@ -99,11 +104,10 @@ from harness.run.runner import (
     run_program,
     write_finding,
 )
-from harness.core.tree import ALL_SITES, MAX_SITES, MAX_THREADS, Body, Nesting
 
 PROG = "loom_opt_fuzzer"
 OPTIONS = ("target", "loom-opt", "pass-args", "pipeline", "expectations", "timeout",
-           "memory-mb", "artifacts", "coverage", "grammar-features")
+           "memory-mb", "artifacts", "coverage", "grammar-features", "grammar", "profile")
 
 
 class Finding(Exception):
@@ -119,34 +123,19 @@ def fail(message: str, status: int = 2) -> NoReturn:
 
 
 class GrammarFeatures:
-    """libFuzzer counters for the program's structure and the run's outcome."""
+    """libFuzzer counters for the program's k-path features and the run's outcome."""
 
-    def __init__(self, reserve, rules) -> None:
-        n = len(ALL_SITES)
-        self.index = {site: i for i, site in enumerate(ALL_SITES)}
-        positions = MAX_THREADS * MAX_SITES
-        self.site_at = [reserve() for _ in range(positions * n)]
-        self.pair = [reserve() for _ in range(n * n)]
-        self.shape = [reserve() for _ in range(MAX_THREADS * 2 * MAX_SITES)]
-        self.body = [reserve() for _ in Body]
-        self.nesting = [reserve() for _ in Nesting]
+    def __init__(self, grammar, reserve, rules) -> None:
+        self.kpath = KPathFeatures(grammar)
+        self.counters = [reserve() for _ in range(len(self.kpath))]
         self.outcome = {(kind, rule): reserve() for kind in OutcomeKind for rule in rules}
 
-    def program(self, program) -> None:
+    def program(self, tree) -> None:
         # Looked up per call: atheris swaps in the working _trace_branch when
         # Fuzz() starts; a reference taken before would keep the no-op.
-        trace, index, n = atheris._trace_branch, self.index, len(ALL_SITES)
-        for t, thread in enumerate(program.threads):
-            trace(self.shape[(t * 2 + thread.icall) * MAX_SITES + len(thread.sites) - 1])
-            previous = None
-            for s, site in enumerate(thread.sites):
-                i = index[site]
-                trace(self.site_at[(t * MAX_SITES + s) * n + i])
-                trace(self.body[site.body])
-                trace(self.nesting[site.nesting])
-                if previous is not None:
-                    trace(self.pair[previous * n + i])
-                previous = i
+        trace, counters = atheris._trace_branch, self.counters
+        for feature in self.kpath.of(tree):
+            trace(counters[feature])
 
     def verdict(self, verdict) -> None:
         counter = self.outcome.get((verdict.outcome.kind, verdict.rule))
@@ -158,7 +147,10 @@ class GrammarFeatures:
 
 
 class LoomOptFuzzer:
-    def __init__(self, target, directory: str, prefix: str, features=None, bridge=None) -> None:
+    def __init__(self, grammar, target, directory: str, prefix: str, features=None,
+                 bridge=None) -> None:
+        self.grammar = grammar
+        self.render = renderer(grammar, target.render).render
         self.target = target
         self.directory = directory  # where sidecars go (the -artifact_prefix folder)
         self.prefix = prefix  # file-name part of -artifact_prefix
@@ -175,9 +167,9 @@ class LoomOptFuzzer:
         started = time.monotonic()
         if self.first is None:
             self.first = started
-        program = decode(data)
+        program = decode(data, self.grammar)
         target = self.target
-        text = render(program, target.render)
+        text = self.render(program)
         if self.features is not None:
             self.features.program(program)
         bridge = self.bridge
@@ -253,6 +245,10 @@ def main(argv: list[str]) -> None:
     values, flags = split_options(argv, OPTIONS, prog=PROG)
     opts = options_with_env(values, OPTIONS)
 
+    try:
+        grammar = load(opts.get("grammar") or None, opts.get("profile") or None)
+    except GrammarError as error:
+        fail(str(error))
     name = opts.get("target") or "loom-opt"
     try:
         timeout = float(opts.get("timeout", "10"))
@@ -287,7 +283,7 @@ def main(argv: list[str]) -> None:
         fail(f"cannot create the artifacts folder {directory}: {error.strerror or error}")
     # libFuzzer's own per-input limit (default 1200 s) must not fire before the runner's
     ensure_flag(flags, "timeout", str(max(1200, int(timeout * 2 + 60))))
-    ensure_flag(flags, "max_len", str(SLOT_COUNT))
+    ensure_flag(flags, "max_len", str(max_input_length(grammar)))
     ensure_flag(flags, "len_control", "0")
     is_fork_parent = any(has_flag(flags, f) and flag_value(flags, f) not in ("0", "")
                          for f in ("fork", "jobs"))
@@ -300,21 +296,25 @@ def main(argv: list[str]) -> None:
         bridge = _open_coverage(coverage, target.argv[0])
         target = dataclasses.replace(target, env={**target.env, **bridge.env})
 
-    grammar = (opts.get("grammar-features") or "auto").lower()
-    if grammar not in ("auto", "on", "off"):
-        fail(f"--grammar-features takes auto, on or off, not {grammar!r}")
+    structural = (opts.get("grammar-features") or "auto").lower()
+    if structural not in ("auto", "on", "off"):
+        fail(f"--grammar-features takes auto, on or off, not {structural!r}")
     features = None
-    if grammar == "on" or (grammar == "auto" and coverage == "none"):
+    if structural == "on" or (structural == "auto" and coverage == "none"):
         rules = ["", DEFAULT_RULE.name, *(rule.name for rule in target.expectations.rules)]
-        features = GrammarFeatures(atheris._reserve_counter, rules)
-    fuzzer = LoomOptFuzzer(target, directory, base, features, bridge)
+        features = GrammarFeatures(grammar, atheris._reserve_counter, rules)
+    if target.render not in grammar.renderings:
+        fail(f"target {target.name} reads the {target.render!r} rendering, which the grammar "
+             f"{grammar.source} does not define (it has: {', '.join(grammar.renderings)})")
+    fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge)
     register_exit_hooks(fuzzer.summary)
 
+    mutator = Mutator(grammar)
     atheris.Setup(flags, fuzzer.test_one_input,
-                  custom_mutator=custom_mutator, custom_crossover=custom_crossover)
+                  custom_mutator=mutator.mutate, custom_crossover=mutator.crossover)
     # Looked up per call, like _trace_branch: the Mutate bound before Fuzz()
     # starts refuses to run.
-    use_libfuzzer(lambda data, max_size: atheris.Mutate(data, max_size))
+    mutator.use_libfuzzer(lambda data, max_size: atheris.Mutate(data, max_size))
     gc.freeze()  # start-up objects out of the collector's way: cheaper full collections
     atheris.Fuzz()
 

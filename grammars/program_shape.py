@@ -1,30 +1,38 @@
 """The program shape of ../shared/spec/program-shape.md as a probabilistic grammar.
 
-The format is fuzzingbook's: a dict of nonterminal -> list of expansions, an
-expansion being a string or ``(string, {"prob": p})``.  It needs no import of
-fuzzingbook (``opts(prob=p)`` only builds that dict), so the fuzzing hot path
-never pays for it.
+The default profile (``conventions``): the spec's preconditions P1-P24 and its
+sampling conventions C1-C23 with their weights.  The format is fuzzingbook's:
+a dict of nonterminal -> list of expansions, an expansion being a string or
+``(string, opts(...))``.  It needs no import of fuzzingbook (``opts`` only
+builds a dict), so the fuzzing hot path never pays for it.
 
-This file is the single place where the sampling weights live, and its
-terminals are the canonical MLIR text.  Two things the grammar cannot say are
-filled in afterwards by one pass over the tree (``harness.core.render``):
+Everything the tool knows about the shape comes from this file; the core
+(``harness.core``) reads it generically.  What a context-free grammar cannot
+say is said with the core's option vocabulary (``harness.core.grammar``):
 
-* the counters: ``$T`` is the thread number (C2) and ``$R`` the module-wide
-  region counter shared by ``%rN`` and ``graph_N`` (C4, C5);
-* the wrapper indentation: a region under ``scf.if``/``scf.for`` moves two
-  columns right (C20).
+* ``counter="T"`` on ``<thread>`` and ``counter="R"`` on ``<site>``: the
+  thread number (C2) and the module-wide region counter shared by ``%rN`` and
+  ``graph_N`` (C4, C5), read in terminals as ``$T`` and ``$R``;
+* ``indent=2`` on the wrapped sites: a region under ``scf.if``/``scf.for``
+  moves two columns right (C20).
 
 fuzzingbook reads ``<[^<> ]*>`` as a nonterminal, so MLIR's own angle
 brackets (``memref<4xi32>``, ``<dense>``) are written through :func:`mlir`,
-which swaps them for the guillemets ``‹`` and ``›``; the renderer swaps them
-back.
+which swaps them for the guillemets ``‹`` and ``›``; compiling swaps them
+back.  ``RENDERINGS["oracle"]`` gives other text for three nonterminals so
+that upstream ``mlir-opt-22 --allow-unregistered-dialect`` parses and
+verifies the program (the spec's last section).
 """
 
 from __future__ import annotations
 
 START = "<start>"
+#: Every program of this grammar satisfies the spec's preconditions (the triage
+#: keeps minimized programs inside them, checked by harness.checker).
+CONTRACT = "P1-P24"
+PROFILE = "conventions"
 
-#: Placeholders that the renderer fills with counters.
+#: Counter placeholders, filled by the render pass.
 THREAD_NUMBER = "$T"
 REGION_NUMBER = "$R"
 
@@ -36,7 +44,7 @@ def mlir(text: str) -> str:
     return text.translate(_ESCAPE)
 
 
-def opts(**options: float) -> dict[str, float]:
+def opts(**options: object) -> dict[str, object]:
     """fuzzingbook's ``opts``: expansion options as a plain dict."""
     return options
 
@@ -83,10 +91,10 @@ GRAMMAR: dict[str, list] = {
     ],
     # C1: one or two threads, uniformly.
     "<threads>": [
-        ("<thread>", opts(prob=1 / 2)),
-        ("<thread><thread>", opts(prob=1 / 2)),
+        ("<thread>", opts(prob=1 / 2, label="1")),
+        ("<thread><thread>", opts(prob=1 / 2, label="2")),
     ],
-    "<thread>": ["<thread-open><bounds><top-call><sites><thread-close>"],
+    "<thread>": [("<thread-open><bounds><top-call><sites><thread-close>", opts(counter="T"))],
     # P5, C2, C23.
     "<thread-open>": [
         mlir(
@@ -105,36 +113,37 @@ GRAMMAR: dict[str, list] = {
     ],
     # C6: the optional top-level call, half of the time.
     "<top-call>": [
-        ("", opts(prob=1 / 2)),
-        ("<icall>", opts(prob=1 / 2)),
+        ("", opts(prob=1 / 2, label="absent")),
+        ("<icall>", opts(prob=1 / 2, label="icall")),
     ],
     "<icall>": [mlir("  %icall = func.call @helper_double(%val) : (i32) -> i32\n")],
     # C3: one or two sites per thread, uniformly.
     "<sites>": [
-        ("<site>", opts(prob=1 / 2)),
-        ("<site><site>", opts(prob=1 / 2)),
+        ("<site>", opts(prob=1 / 2, label="1")),
+        ("<site><site>", opts(prob=1 / 2, label="2")),
     ],
     # P7, C20: each thread definition is followed by a blank line.
     "<thread-close>": [mlir("  dataflow.thread.yield\n}\n\n")],
     # C7: nesting none / scf.if / scf.for, 2:1:1.
+    # C4, C5: the region counter advances once per site.
     "<site>": [
-        ("<unwrapped>", opts(prob=2 / 4)),
-        ("<if-wrapped>", opts(prob=1 / 4)),
-        ("<for-wrapped>", opts(prob=1 / 4)),
+        ("<unwrapped>", opts(prob=2 / 4, counter="R", label="none")),
+        ("<if-wrapped>", opts(prob=1 / 4, counter="R", label="if")),
+        ("<for-wrapped>", opts(prob=1 / 4, counter="R", label="for")),
     ],
     "<unwrapped>": ["<region>"],
-    "<if-wrapped>": [mlir("  scf.if %flag {\n") + "<region>" + mlir("  }\n")],
+    "<if-wrapped>": [(mlir("  scf.if %flag {\n") + "<region>" + mlir("  }\n"), opts(indent=2))],
     "<for-wrapped>": [
-        mlir("  scf.for %iv = %lo to %hi step %stp {\n") + "<region>" + mlir("  }\n")
+        (mlir("  scf.for %iv = %lo to %hi step %stp {\n") + "<region>" + mlir("  }\n"), opts(indent=2))
     ],
     # C8: the six region bodies, 2:2:2:2:2:1.
     "<region>": [
-        ("<arith-region>", opts(prob=2 / 11)),
-        ("<memory-region>", opts(prob=2 / 11)),
-        ("<branch-region>", opts(prob=2 / 11)),
-        ("<freeze-region>", opts(prob=2 / 11)),
-        ("<loop-region>", opts(prob=2 / 11)),
-        ("<call-region>", opts(prob=1 / 11)),
+        ("<arith-region>", opts(prob=2 / 11, label="arith")),
+        ("<memory-region>", opts(prob=2 / 11, label="memory")),
+        ("<branch-region>", opts(prob=2 / 11, label="branch")),
+        ("<freeze-region>", opts(prob=2 / 11, label="freeze")),
+        ("<loop-region>", opts(prob=2 / 11, label="loop")),
+        ("<call-region>", opts(prob=1 / 11, label="call")),
     ],
     "<value-region-open>": [
         mlir(
@@ -203,8 +212,8 @@ GRAMMAR: dict[str, list] = {
     ],
     # C9: the call form's callee, uniformly.
     "<call-region>": [
-        ("<func-call-region>", opts(prob=1 / 2)),
-        ("<llvm-call-region>", opts(prob=1 / 2)),
+        ("<func-call-region>", opts(prob=1 / 2, label="func")),
+        ("<llvm-call-region>", opts(prob=1 / 2, label="llvm")),
     ],
     "<func-call-region>": [
         _value_region(
@@ -216,4 +225,30 @@ GRAMMAR: dict[str, list] = {
             "      %called = llvm.call @extern_scale(%a) : (i32) -> i32\n", "%called"
         )
     ],
+}
+
+
+#: Other renderings of the same trees.  ``oracle``: each thread and each region
+#: as a generic unregistered op with a second, empty region, so that upstream
+#: ``mlir-opt-22 --allow-unregistered-dialect`` parses and verifies every
+#: upstream op in it (the second region keeps the op from acting as a symbol
+#: table that would hide @helper_double and @extern_scale).
+RENDERINGS = {
+    "oracle": {
+        "<thread-open>": [
+            mlir(
+                '"dataflow.thread"() ({\n'
+                "^bb0(%mem: memref<4xi32>, %val: i32, %flag: i1, %start: none):\n"
+            )
+        ],
+        "<thread-close>": [
+            mlir(
+                '  "dataflow.thread.yield"() : () -> ()\n'
+                "}, {\n"
+                f'}}) {{sym_name = "thread_{THREAD_NUMBER}", sym_visibility = "private", '
+                "domain = #dataflow.thread_domain<dense>} : () -> ()\n\n"
+            )
+        ],
+        "<region-end>": [mlir("  }, {\n  })")],
+    }
 }

@@ -38,8 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
     module = importlib.import_module(f"harness.commands.{args.command}")
+    from harness.core.grammar import GrammarError
+
     try:
         return module.run(args)
+    except GrammarError as error:  # a bad --grammar file: one line, exit 2
+        print(f"loomfuzz {args.command}: error: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"loomfuzz {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -1,7 +1,8 @@
 """One module per ``loomfuzz`` subcommand: ``configure(parser)`` and ``run(args)``.
 
-What several commands share lives here: argument types, and the target
-options of ``fuzz`` and ``triage`` (the same target, the same way).
+What several commands share lives here: argument types, the grammar options
+(``--grammar FILE`` / ``--profile NAME``) and the target options of ``fuzz``
+and ``triage`` (the same target, the same way).
 """
 
 from __future__ import annotations
@@ -60,6 +61,25 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
                         help=f"time limit of one target run, seconds (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--memory-mb", type=whole_number(0), default=DEFAULT_MEMORY_MB, metavar="MB",
                         help=f"address-space limit of one target run (default {DEFAULT_MEMORY_MB}; 0: none)")
+
+
+def add_grammar_arguments(parser) -> None:
+    """``--grammar FILE`` and ``--profile NAME``: which grammar the programs come from."""
+    from harness.core.grammar import DEFAULT_PROFILE, PROFILES
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--grammar", metavar="FILE",
+                       help="a grammar file: Python defining GRAMMAR (and START, RENDERINGS, "
+                            "MAX_DEPTH) or JSON of the grammar dict (default: the profile's)")
+    group.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                       help=f"a built-in grammar (default: {DEFAULT_PROFILE})")
+
+
+def grammar_from_args(args: argparse.Namespace):
+    """The compiled grammar the options name; raises ``GrammarError`` (one line)."""
+    from harness.core.grammar import load
+
+    return load(getattr(args, "grammar", None), getattr(args, "profile", None))
 
 
 class TargetError(Exception):

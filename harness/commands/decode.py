@@ -6,11 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import add_grammar_arguments, grammar_from_args
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="FILE", help="fuzz inputs (crash-*, corpus files)")
-    parser.add_argument("--render", choices=("canonical", "oracle"), default="canonical")
-    parser.add_argument("--tree", action="store_true", help="print the shape tree instead of the text")
+    parser.add_argument("--render", default="canonical", metavar="STYLE",
+                        help="a rendering of the grammar (canonical, or oracle for the built-in ones)")
+    parser.add_argument("--tree", action="store_true",
+                        help="print the derivation's choices instead of the text")
+    add_grammar_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,6 +23,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.render import SPLIT_MARKER, render
     from harness.core.tree import describe
 
+    grammar = grammar_from_args(args)
+    if args.render not in grammar.renderings:
+        print(f"loomfuzz decode: error: --render {args.render}: the grammar has the renderings "
+              f"{', '.join(grammar.renderings)}", file=sys.stderr)
+        return 2
     status = 0
     for index, name in enumerate(args.inputs):
         try:
@@ -26,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"loomfuzz decode: error: {name}: {error.strerror or error}", file=sys.stderr)
             status = 1
             continue
-        program = decode(data)
+        tree = decode(data, grammar)
         if index:
             sys.stdout.write(SPLIT_MARKER)
         if args.tree:
-            print(f"{name}: {describe(program)}")
+            print(f"{name}: {describe(grammar, tree)}")
         else:
-            sys.stdout.write(f"// {name}: {describe(program)}\n" + render(program, args.render))
+            sys.stdout.write(f"// {name}: {describe(grammar, tree)}\n" + render(tree, grammar, args.render))
     return status

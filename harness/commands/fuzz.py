@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import TargetError, add_target_arguments, target_from_args, whole_number
+from harness.commands import (
+    TargetError,
+    add_grammar_arguments,
+    add_target_arguments,
+    grammar_from_args,
+    target_from_args,
+    whole_number,
+)
 
 EPILOG = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
@@ -28,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_grammar_arguments(parser)
     parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
                         help="corpus folder, seeded when empty (default: corpus)")
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
@@ -116,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         return _error(f"cannot create {error.filename}: {error.strerror}")
 
-    report = inspect_corpus(corpus)
+    grammar = grammar_from_args(args)
+    report = inspect_corpus(corpus, grammar)
     for path, reason in report.unreadable[:10]:
         _warn(f"cannot read corpus file {path}: {reason}; skipped (libFuzzer skips or runs it as an "
               "empty input)")
@@ -127,13 +136,14 @@ def run(args: argparse.Namespace) -> int:
     if report.noncanonical:
         _note(f"{len(report.noncanonical)} corpus file(s) are not canonical program encodings "
               f"(e.g. {report.noncanonical[0]}); they are used as they are: every byte string "
-              "decodes to a program (bytes past the 17th are ignored)")
+              "decodes to a program)")
     if report.readable == 0:
         try:
-            written = seed_corpus(corpus)
+            written = seed_corpus(corpus, grammar)
         except OSError as error:
             return _error(f"cannot seed the corpus {corpus}: {error.strerror or error}")
-        _note(f"seeded {corpus} with {written} programs (every site variant, then PCFG draws)")
+        _note(f"seeded {corpus} with {written} programs (PCFG draws covering every alternative "
+              "and parent/child pair of the grammar)")
 
     config = CampaignConfig(
         corpus=corpus,
@@ -148,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb,
         coverage=args.coverage,
         grammar_features=args.grammar_features,
+        grammar=args.grammar,
+        profile=args.profile,
         time=args.time,
         runs=args.runs,
         jobs=args.jobs,

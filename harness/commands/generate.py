@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.commands import whole_number
+from harness.commands import add_grammar_arguments, grammar_from_args, whole_number
 
 DEFAULT_COUNT = 1000
 _BATCH = 2000
@@ -19,13 +19,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same bytes (default 0)")
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="fast (default) or fuzzingbook's ProbabilisticGrammarFuzzer on the same grammar")
-    parser.add_argument("--render", choices=("canonical", "oracle"), default="canonical",
-                        help="canonical (what loom-opt reads) or oracle (generic ops for upstream mlir-opt)")
+    parser.add_argument("--render", default="canonical", metavar="STYLE",
+                        help="a rendering of the grammar: canonical (default; what loom-opt reads) or, "
+                             "for the built-in grammars, oracle (generic ops for upstream mlir-opt)")
+    add_grammar_arguments(parser)
     parser.add_argument("-o", "--output", default="-", metavar="DIR",
                         help="a folder for one .mlir file per program, or - for stdout separated by "
                              "'// -----' lines (default -)")
     parser.add_argument("--stats", action="store_true",
-                        help="print a table of every convention choice's observed frequency next to its weight")
+                        help="print a table of every weighted choice's observed frequency next to its "
+                             "probability, with a chi-square p-value per nonterminal")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -34,11 +37,11 @@ def file_name(index: int, count: int) -> str:
     return f"program-{index:0{max(6, len(str(max(count - 1, 0))))}d}.mlir"
 
 
-def _write_stream(programs, render: str, stream) -> None:
+def _write_stream(programs, grammar, render: str, stream) -> None:
     from harness.core.render import render_stream
 
     batch: list[str] = []
-    for text in render_stream(programs, render):
+    for text in render_stream(programs, grammar, render):
         batch.append(text)
         if len(batch) == _BATCH:
             stream.write("".join(batch))
@@ -47,8 +50,10 @@ def _write_stream(programs, render: str, stream) -> None:
     stream.flush()
 
 
-def _write_folder(programs, render: str, folder: Path, count: int, progress: bool) -> None:
-    from harness.core.render import render as render_program
+def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
+    from harness.core.render import renderer
+
+    render_program = renderer(grammar, render).render
 
     if progress:
         from tqdm import tqdm
@@ -58,7 +63,7 @@ def _write_folder(programs, render: str, folder: Path, count: int, progress: boo
         path = folder / file_name(index, count)
         partial = path.with_suffix(".mlir.partial")
         # Written whole, then renamed: an interrupted run leaves no half file.
-        partial.write_text(render_program(program, render))
+        partial.write_text(render_program(program))
         os.replace(partial, path)
 
 
@@ -66,14 +71,19 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.engine import EngineUnavailable, generate
     from harness.core.stats import ChoiceCounts
 
-    programs = generate(args.engine, args.seed, args.count)
-    counts = ChoiceCounts() if args.stats else None
+    grammar = grammar_from_args(args)
+    if args.render not in grammar.renderings:
+        print(f"loomfuzz generate: error: --render {args.render}: the grammar has the renderings "
+              f"{', '.join(grammar.renderings)}", file=sys.stderr)
+        return 2
+    programs = generate(grammar, args.engine, args.seed, args.count)
+    counts = ChoiceCounts(grammar) if args.stats else None
     if counts is not None:
         programs = _counted(programs, counts)
     to_stdout = args.output == "-"
     try:
         if to_stdout:
-            _write_stream(programs, args.render, sys.stdout)
+            _write_stream(programs, grammar, args.render, sys.stdout)
         else:
             folder = Path(args.output)
             try:
@@ -86,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
             progress = not args.no_progress and args.count >= 100
-            _write_folder(programs, args.render, folder, args.count, progress)
+            _write_folder(programs, grammar, args.render, folder, args.count, progress)
     except EngineUnavailable as error:
         print(f"loomfuzz generate: error: {error}", file=sys.stderr)
         return 1

@@ -17,7 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import TargetError, add_target_arguments, target_from_args, whole_number
+from harness.commands import (
+    TargetError,
+    add_grammar_arguments,
+    add_target_arguments,
+    grammar_from_args,
+    target_from_args,
+    whole_number,
+)
 
 ACTIONS = ("run", "list", "show", "mark", "report")
 PROG = "loomfuzz triage"
@@ -39,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("words", nargs="*", metavar="INPUT",
                         help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
     add_target_arguments(parser.add_argument_group("target (as for loomfuzz fuzz)"))
+    add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
                         help="the triage database (default: triage.db beside the report, in --out)")
@@ -109,6 +117,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         text_reduce=args.text_reduce,
         max_minimize_evaluations=args.max_candidates,
         progress=not args.no_progress,
+        grammar=grammar_from_args(args),
     )
     try:
         s = run_triage(config)
@@ -117,7 +126,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     print(
         f"triage: run {s.run_id}{' (resumed)' if s.resumed else ''}: {s.inputs} input(s), "
         f"{s.unique} distinct program(s): {s.reproduced} run now, {s.already_known} already in {args.db}"
-        + (f"; {s.text_inputs} not in the shape (triaged as text)" if s.text_inputs else "")
+        + (f"; {s.text_inputs} not programs of the grammar (triaged as text)" if s.text_inputs else "")
         + (f"; {len(s.skipped)} file(s) skipped" if s.skipped else ""),
         file=sys.stderr,
     )

@@ -1,43 +1,162 @@
-"""Fuzz input bytes <-> shape tree, in the manner of Hypothesis and Zest.
+"""Fuzz input bytes <-> derivation tree, for any grammar (as in Hypothesis and Zest).
 
-Byte ``k`` answers the decision in slot ``k`` of :mod:`harness.core.choices`'
-layout, mapped through that decision's byte table (each alternative owns a
-run of byte values in proportion to its probability).  Missing bytes answer
-0, the first alternative; bytes past the layout are ignored.  So the decoder
-is total (every byte string, the empty one included, is a valid program of
-the profile), and a flipped byte is one changed decision.
+Decoding is the walk (:mod:`harness.core.walk`) with a model that reads one
+byte per choice, mapped through that nonterminal's byte table (each
+alternative owns a run of byte values in proportion to its probability, at
+least one).  Random bytes therefore follow the PCFG (up to the 1/256
+rounding of the tables).
+
+**Layout and locality.**  A nonterminal whose language is finite has a fixed
+*width*: the most bytes any of its derivations reads (its own choice, if it
+has one, plus the widest alternative's children).  Its derivation always
+occupies exactly that many bytes, whatever was chosen inside, unused bytes
+being padding.  So within finite parts of a grammar a changed byte changes
+exactly one decision and never the meaning of the bytes after it, and bytes
+under an alternative not taken are kept, ready if a later mutation takes it.
+For the default grammar this is the whole program: 17 bytes, byte ``k`` one
+decision.  A recursive nonterminal has no width: its choices are read in
+sequence, so a changed choice inside one may shift the bytes after it (the
+finite pieces inside it keep their fixed widths).
+
+**Totality.**  Every byte string decodes: a missing byte (input exhausted)
+takes the cheapest alternative, bytes past the end of the walk are ignored,
+and the walk's depth budget bounds recursion.  The empty input is the
+smallest program.
+
+**Canonical encoding.**  :func:`encode` writes each choice as the smallest
+byte that decodes to it, padding as zeros, and drops trailing bytes that mean
+the same as a missing byte, so ``encode(decode(b))`` is the shortest input
+for that tree and ``decode(encode(t)) == t``.
 """
 
 from __future__ import annotations
 
-from harness.core.choices import SLOT_COUNT, build, choices_of
-from harness.core.grammar import DECISIONS, Decision
-from harness.core.render import render as render_program
-from harness.core.tree import Program
-
-_TABLES = {id(d): d.byte_table for d in DECISIONS.values()}
-_CANONICAL = {id(d): d.canonical_bytes for d in DECISIONS.values()}
+from harness.core.grammar import CompiledGrammar, Node
+from harness.core.walk import walk
 
 
-def decode(data: bytes) -> Program:
-    """The program that ``data`` stands for; never raises for bytes."""
-    padded = bytes(data[:SLOT_COUNT]).ljust(SLOT_COUNT, b"\0")
-    tables = _TABLES
+class BytesModel:
+    """Choices read from ``data`` following the fixed-width layout.
 
-    def draw(decision: Decision, slot: int) -> int:
-        return tables[id(decision)][padded[slot]]
+    A tabulated nonterminal's subtree depends only on its own bytes (its
+    width, fewer where the input ends), so it is remembered by them
+    (``memo``, shared between inputs of one grammar)."""
 
-    return build(draw)
+    tables = False
+
+    def __init__(self, grammar: CompiledGrammar, data: bytes, memo: dict | None = None) -> None:
+        self.data = data
+        self.position = 0
+        self.byte_table = grammar.byte_table
+        self.width = grammar.width
+        self.memo = memo
+
+    def recall(self, n: int) -> Node | None:
+        if self.memo is None:
+            return None
+        width = self.width[n]
+        key = (n, self.data[self.position:self.position + width])
+        node = self.memo.get(key)
+        if node is not None:
+            self.position += width
+        return node
+
+    def learn(self, n: int, start: int, node: Node) -> None:
+        if self.memo is not None:
+            self.memo[(n, self.data[start:start + self.width[n]])] = node
+
+    def enter(self, n: int) -> int:
+        return self.position
+
+    def choose(self, n: int, depth: int) -> int | None:
+        position = self.position
+        self.position = position + 1
+        if position >= len(self.data):
+            return None
+        return self.byte_table[n][self.data[position]]
+
+    def leave(self, n: int, start: int) -> None:
+        width = self.width[n]
+        if width is not None:
+            self.position = start + width
 
 
-def encode(program: Program) -> bytes:
-    """The shortest bytes that decode to ``program``."""
-    slots = bytearray(SLOT_COUNT)
-    for decision, slot, choice in choices_of(program):
-        slots[slot] = _CANONICAL[id(decision)][choice]
-    return bytes(slots).rstrip(b"\0")
+_MEMOS: dict[int, tuple[CompiledGrammar, dict]] = {}
+_MEMO_LIMIT = 100_000
 
 
-def program_text(data: bytes, render: str = "canonical") -> str:
-    """The program text a fuzz input stands for."""
-    return render_program(decode(data), render)
+def decode(data: bytes, grammar: CompiledGrammar) -> Node:
+    """The tree ``data`` stands for; never raises for bytes."""
+    hit = _MEMOS.get(id(grammar))
+    if hit is None or hit[0] is not grammar:
+        hit = _MEMOS[id(grammar)] = (grammar, {})
+    memo = hit[1]
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    return walk(grammar, BytesModel(grammar, data, memo))
+
+
+def encode(tree: Node, grammar: CompiledGrammar) -> bytes:
+    """The shortest bytes that decode to ``tree``."""
+    return _encoder(grammar)(tree)
+
+
+_ENCODERS: dict[int, tuple[CompiledGrammar, object]] = {}
+
+
+def _encoder(grammar: CompiledGrammar):
+    hit = _ENCODERS.get(id(grammar))
+    if hit is not None and hit[0] is grammar:
+        return hit[1]
+    alts, width, smallest, cheapest, unique, tables = (
+        grammar.alts, grammar.width, grammar.smallest_byte, grammar.cheapest, grammar.unique,
+        grammar.tables)
+    # A tabulated subtree always encodes the same: (bytes, end of its meaningful bytes).
+    entries: dict[tuple[int, int], tuple[bytes, int]] = {}
+
+    def visit(node: Node, out: bytearray, last: list[int]) -> None:
+        n = node[0]
+        if unique[n] is not None:
+            return
+        table = tables[n]
+        if table is None:
+            expand(node, out, last)
+            return
+        entry = table.by_id.get(id(node))
+        if entry is None:
+            entry = table.index[node]
+        hit = entries.get((n, entry))
+        if hit is None:
+            sub, sub_last = bytearray(), [0]
+            expand(node, sub, sub_last)
+            hit = entries[(n, entry)] = (bytes(sub), sub_last[0])
+        if hit[1]:
+            last[0] = len(out) + hit[1]
+        out += hit[0]
+
+    def expand(node: Node, out: bytearray, last: list[int]) -> None:
+        n, a, kids = node
+        start = len(out)
+        if len(alts[n]) > 1:
+            out.append(smallest[n][a])
+            if a != cheapest[n]:  # differs from what a missing byte means
+                last[0] = len(out)
+        for kid in kids:
+            visit(kid, out, last)
+        w = width[n]
+        if w is not None and len(out) < start + w:
+            out += bytes(start + w - len(out))  # padding: any value decodes the same
+
+    def encode_tree(tree: Node) -> bytes:
+        out, last = bytearray(), [0]
+        visit(tree, out, last)
+        return bytes(out[:last[0]])
+
+    _ENCODERS[id(grammar)] = (grammar, encode_tree)
+    return encode_tree
+
+
+def max_input_length(grammar: CompiledGrammar, budget: int = 4096) -> int:
+    """The longest input worth giving the fuzzer: the whole layout of a finite grammar,
+    ``budget`` bytes for a recursive one."""
+    return grammar.max_bytes if grammar.max_bytes is not None else budget

@@ -1,243 +1,592 @@
-"""The PCFG compiled once: its decisions (with weights) and its terminal text.
+"""A probabilistic grammar compiled once: what every other part of the core reads.
 
-The grammar in ``grammars/`` is plain fuzzingbook data.  This module reads it
-without fuzzingbook, checks it against the shape tree, and offers two things:
+A grammar is fuzzingbook's format: a dict nonterminal -> list of expansions,
+an expansion being a string or ``(string, options)``; nonterminals are
+``<[^<> ]*>``.  Options are plain dicts (fuzzingbook's ``opts`` builds them),
+drawn from this small vocabulary, the only things the grammar says beyond a
+context-free language:
 
-* :data:`DECISIONS`: one :class:`Decision` per choice nonterminal that the
-  tree records (how many threads, the optional call, how many sites, nesting,
-  body, callee), with the probabilities, a cumulative table for sampling and a
-  256-entry byte table for the codec;
-* :func:`expand`: a nonterminal's text with the choices given, the basis of
-  the renderer's cached fragments.
+=========== ===============================================================
+``prob``    the expansion's probability (fuzzingbook's meaning: the
+            unspecified ones share what is left of 1)
+``counter`` ``NAME``: expanding this alternative takes the next value of the
+            module-wide counter NAME (0, 1, 2, ... in emission order);
+            ``$NAME`` in a terminal below it reads the innermost such value
+``indent``  N: every line that the nonterminals of this expansion derive is
+            moved N columns right (terminals of the expansion itself are not)
+``label``   a short name for the alternative in summaries and tables
+=========== ===============================================================
 
-It also says how a fuzzingbook derivation tree maps onto the shape tree
-(:func:`program_from_derivation`), so both engines share one distribution.
+MLIR's own angle brackets cannot appear in fuzzingbook terminals (they would
+read as nonterminals), so terminals spell them ``‹`` and ``›``; compiling
+turns them back.  A grammar file may also define ``RENDERINGS``: other
+terminal texts for the same derivation trees (``{"oracle": {nonterminal:
+[expansion, ...]}}``, each expansion with the same nonterminals as the one
+it replaces).
+
+:func:`compile_grammar` validates the grammar (one :class:`GrammarError`
+naming the nonterminal and what is wrong) and computes, per nonterminal:
+
+* the cheapest expansion (fewest nodes) and the shallowest one, used when
+  input or a depth budget runs out;
+* how many derivation trees it has (``None`` when recursive) and its width
+  in the choice-sequence layout (:mod:`harness.core.codec`);
+* for a finite language of at most :data:`TABLE_LIMIT` trees, the whole
+  language as a table of trees with their probabilities: the random walk
+  picks a whole subtree with one draw, and the renderer caches their text.
+
+Derivation trees are plain tuples ``(nonterminal id, alternative, children)``
+(:mod:`harness.core.tree`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import json
+import math
 import re
-from dataclasses import dataclass
-from itertools import accumulate
-from typing import Any, Callable, Mapping
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate, product
+from pathlib import Path
+from typing import Any, Mapping
 
-from grammars import GRAMMAR, START
-from harness.core.tree import Body, Callee, Program, Thread, make_site
-
-_NONTERMINAL = re.compile(r"(<[^<> ]*>)")
+NONTERMINAL = re.compile(r"(<[^<> ]*>)")
+PLACEHOLDER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
+COUNTER_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+OPTIONS = frozenset({"prob", "counter", "indent", "label"})
 _UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})
+
+#: Finite languages up to this many trees are tabulated (picked whole, rendered from a cache).
+TABLE_LIMIT = 4096
+#: Depth budget of a walk when the grammar does not set ``MAX_DEPTH``.
+DEFAULT_MAX_DEPTH = 40
+
+Node = tuple  # (nonterminal id, alternative index, children tuple)
 
 
 class GrammarError(ValueError):
-    """The grammar does not fit the shape tree."""
+    """A grammar that cannot be compiled; the message is one line."""
 
 
-def expansion_string(expansion: str | tuple) -> str:
-    return expansion[0] if isinstance(expansion, tuple) else expansion
-
-
-def expansion_probability(expansion: str | tuple) -> float | None:
-    if isinstance(expansion, tuple) and len(expansion) > 1:
-        return expansion[1].get("prob")
-    return None
-
-
-def symbols(expansion: str) -> list[str]:
-    """An expansion split into terminals and nonterminals (fuzzingbook's rule)."""
-    return [part for part in _NONTERMINAL.split(expansion) if part]
-
-
-def is_nonterminal(symbol: str) -> bool:
-    return _NONTERMINAL.fullmatch(symbol) is not None
+class CounterRef(str):
+    """A ``$NAME`` placeholder inside a terminal: its value comes from the render pass."""
 
 
 @dataclass(frozen=True)
-class Decision:
-    """One choice point of the grammar, as every engine and the codec see it."""
+class Alternative:
+    text: str  # the expansion as written (fuzzingbook's string)
+    kids: tuple[int, ...]  # nonterminal ids, in order
+    parts: tuple  # str terminal | int (index into kids) | CounterRef
+    prob: float
+    counter: str | None
+    indent: int
+    label: str
 
-    symbol: str
-    alternatives: tuple[str, ...]
-    probabilities: tuple[float, ...]
+
+@dataclass
+class Table:
+    """A finite language: every tree, with its probability, and a cumulative for bisect."""
+
+    trees: tuple[Node, ...]
+    cumulative: tuple[float, ...]
+    index: dict  # tree -> entry
+    by_id: dict  # id(tree) -> entry (the table's own objects)
+    depth: int  # the deepest tree's depth
+
+    def pick(self, u: float) -> Node:
+        return self.trees[bisect_right(self.cumulative, u)]
+
+
+@dataclass
+class CompiledGrammar:
+    source: str
+    start: int
+    names: list[str]
+    ids: dict[str, int]
+    alts: list[tuple[Alternative, ...]]
+    max_depth: int
+    renderings: dict[str, list[list[tuple]]] = field(default_factory=dict)  # style -> n -> alt -> parts
+    #: What the grammar file says of itself for the tools around the core (``CONTRACT``:
+    #: the preconditions its programs satisfy, e.g. "P1-P24"; ``PROFILE``: its name).
+    meta: dict[str, Any] = field(default_factory=dict)
+    # computed
+    cumulative: list[tuple[float, ...]] = field(default_factory=list)
+    byte_table: list[bytes] = field(default_factory=list)
+    smallest_byte: list[bytes] = field(default_factory=list)
+    min_size: list[int] = field(default_factory=list)
+    alt_min_size: list[tuple[int, ...]] = field(default_factory=list)
+    cheapest: list[int] = field(default_factory=list)
+    min_depth: list[int] = field(default_factory=list)
+    alt_min_depth: list[tuple[int, ...]] = field(default_factory=list)
+    shallowest: list[int] = field(default_factory=list)
+    count: list[int | None] = field(default_factory=list)
+    width: list[int | None] = field(default_factory=list)
+    tables: list[Table | None] = field(default_factory=list)
+    unique: list[Node | None] = field(default_factory=list)
+    counters: tuple[str, ...] = ()
+    alt_kids: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
 
     @property
-    def cumulative(self) -> tuple[float, ...]:
-        """Upper bounds for ``bisect_right(cumulative, random())``; the last is inf."""
-        bounds = list(accumulate(self.probabilities))[:-1]
-        return tuple(bounds) + (float("inf"),)
+    def styles(self) -> tuple[str, ...]:
+        return tuple(self.renderings)
 
     @property
-    def byte_table(self) -> bytes:
-        """byte value -> alternative; each alternative owns a run of bytes in
-        proportion to its probability, so random bytes follow the PCFG."""
-        edges = [round(256 * c) for c in accumulate(self.probabilities)]
-        table, low = bytearray(), 0
-        for index, high in enumerate(edges):
-            table.extend([index] * (high - low))
-            low = high
-        return bytes(table[:256].ljust(256, bytes([len(edges) - 1])))
+    def start_name(self) -> str:
+        return self.names[self.start]
+
+    def decisions(self) -> list[int]:
+        """Nonterminals with more than one alternative (the weighted choices)."""
+        return [n for n, alts in enumerate(self.alts) if len(alts) > 1]
+
+    def probabilities(self, n: int) -> tuple[float, ...]:
+        return tuple(a.prob for a in self.alts[n])
+
+    def label(self, n: int, a: int) -> str:
+        return self.alts[n][a].label
 
     @property
-    def canonical_bytes(self) -> bytes:
-        """alternative -> the smallest byte that decodes to it."""
-        table = self.byte_table
-        return bytes(table.index(index) for index in range(len(self.alternatives)))
+    def finite(self) -> bool:
+        return self.count[self.start] is not None
+
+    @property
+    def max_bytes(self) -> int | None:
+        """The longest choice sequence (``None`` for a recursive grammar)."""
+        return self.width[self.start]
 
 
-def _probabilities(symbol: str, expansions: list) -> tuple[float, ...]:
-    given = [expansion_probability(e) for e in expansions]
-    unspecified = given.count(None)
-    rest = 1.0 - sum(p for p in given if p is not None)
-    if rest < -1e-9 or (unspecified == 0 and abs(rest) > 1e-5):
-        raise GrammarError(f"{symbol}: probabilities must sum to 1")
-    return tuple(p if p is not None else rest / unspecified for p in given)
+# ----------------------------------------------------------------- loading
 
 
-def _check_defined(grammar: Mapping[str, list]) -> None:
-    for symbol, expansions in grammar.items():
-        if not expansions:
-            raise GrammarError(f"{symbol}: no expansion")
-        for expansion in expansions:
-            for part in symbols(expansion_string(expansion)):
-                if is_nonterminal(part) and part not in grammar:
-                    raise GrammarError(f"{symbol}: uses undefined {part}")
+def _line_of(source_text: str, symbol: str) -> int | None:
+    """The line where ``symbol`` is defined (as a dict key), else first mentioned."""
+    key = re.compile(r"""["']""" + re.escape(symbol) + r"""["']\s*:""")
+    lines = source_text.splitlines()
+    for pattern in (key, None):
+        for number, line in enumerate(lines, 1):
+            if (pattern.search(line) if pattern else symbol in line):
+                return number
+    return None
 
 
-# How the tree's fields bind to the grammar's choice nonterminals.  The order
-# of each tuple is the order of the tree's enum (or count - 1, or bool).
-THREADS = "<threads>"
-TOP_CALL = "<top-call>"
-SITES = "<sites>"
-NESTING = "<site>"
-BODY = "<region>"
-CALLEE = "<call-region>"
-
-_BINDING: dict[str, tuple[str, ...]] = {
-    THREADS: ("<thread>", "<thread><thread>"),
-    TOP_CALL: ("", "<icall>"),
-    SITES: ("<site>", "<site><site>"),
-    NESTING: ("<unwrapped>", "<if-wrapped>", "<for-wrapped>"),
-    BODY: tuple(f"<{body.name.lower()}-region>" for body in Body),
-    CALLEE: tuple(f"<{callee.name.lower()}-call-region>" for callee in Callee),
-}
+def _error(source: str, source_text: str, symbol: str | None, what: str) -> GrammarError:
+    where = source
+    if symbol is not None and source_text:
+        line = _line_of(source_text, symbol)
+        if line is not None:
+            where = f"{source}:{line}"
+    return GrammarError(f"{where}: {symbol + ': ' if symbol else ''}{what}")
 
 
-def compile_decisions(grammar: Mapping[str, list]) -> dict[str, Decision]:
-    """Check ``grammar`` against the tree and return its bound decisions."""
-    _check_defined(grammar)
-    decisions = {}
-    for symbol, expected in _BINDING.items():
-        expansions = grammar.get(symbol)
-        if expansions is None:
-            raise GrammarError(f"{symbol}: missing; the shape tree needs it")
-        found = tuple(expansion_string(e) for e in expansions)
-        if found != expected:
-            raise GrammarError(f"{symbol}: alternatives {found} do not match the tree's {expected}")
-        decision = Decision(symbol, found, _probabilities(symbol, expansions))
-        if len(set(decision.byte_table)) != len(found):
-            raise GrammarError(f"{symbol}: an alternative is too rare for the byte codec (< 1/256)")
-        decisions[symbol] = decision
-    for symbol, expansions in grammar.items():
-        if symbol not in _BINDING and len(expansions) != 1:
-            raise GrammarError(f"{symbol}: a choice the shape tree does not record")
-    return decisions
+META_KEYS = ("CONTRACT", "PROFILE")
 
 
-DECISIONS: dict[str, Decision] = compile_decisions(GRAMMAR)
+def load_grammar_file(path: str | Path) -> tuple[Mapping, str, Mapping, int, str, dict]:
+    """(grammar, start, renderings, max_depth, source text, meta) from a .py or .json file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise GrammarError(f"{path}: cannot read: {error.strerror or error}") from None
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise GrammarError(f"{path}:{error.lineno}: not JSON: {error.msg}") from None
+        if not isinstance(data, dict):
+            raise GrammarError(f"{path}: a grammar is a JSON object")
+        if "GRAMMAR" in data:
+            return (data["GRAMMAR"], data.get("START", "<start>"), data.get("RENDERINGS", {}),
+                    int(data.get("MAX_DEPTH", DEFAULT_MAX_DEPTH)), text,
+                    {k: data[k] for k in META_KEYS if k in data})
+        return data, "<start>", {}, DEFAULT_MAX_DEPTH, text, {}
+    spec = importlib.util.spec_from_file_location(f"loomfuzz_grammar_{abs(hash(str(path)))}", path)
+    if spec is None or spec.loader is None:
+        raise GrammarError(f"{path}: not a Python or JSON grammar file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - any error in the user's file
+        line = ""
+        tb = error.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(path):
+                line = f":{tb.tb_lineno}"
+            tb = tb.tb_next
+        raise GrammarError(f"{path}{line}: cannot load: {type(error).__name__}: {error}") from None
+    if not hasattr(module, "GRAMMAR"):
+        raise GrammarError(f"{path}: defines no GRAMMAR")
+    return (module.GRAMMAR, getattr(module, "START", "<start>"), getattr(module, "RENDERINGS", {}),
+            int(getattr(module, "MAX_DEPTH", DEFAULT_MAX_DEPTH)), text,
+            {k: getattr(module, k) for k in META_KEYS if hasattr(module, k)})
 
 
-def expand(
-    symbol: str,
-    choose: Callable[[str], int] = lambda symbol: 0,
-    *,
-    keep: frozenset[str] = frozenset(),
-    override: Mapping[str, str] = {},
-    grammar: Mapping[str, list] = GRAMMAR,
-) -> str:
-    """The text ``symbol`` derives, MLIR brackets restored.
-
-    ``choose(nonterminal)`` picks the alternative of each choice; nonterminals
-    in ``keep`` stay in the text as they are (the renderer splits on them) and
-    those in ``override`` derive the given text instead (another rendering).
-    """
-
-    def walk(current: str) -> str:
-        if current in keep:
-            return current
-        if current in override:
-            return override[current]
-        expansions = grammar[current]
-        chosen = expansions[choose(current) if len(expansions) > 1 else 0]
-        return "".join(
-            walk(part) if is_nonterminal(part) else part.translate(_UNESCAPE)
-            for part in symbols(expansion_string(chosen))
-        )
-
-    return walk(symbol)
+# --------------------------------------------------------------- compiling
 
 
-# --- fuzzingbook derivation trees -> shape trees ---------------------------
+def _split(expansion: Any) -> tuple[str, dict]:
+    if isinstance(expansion, str):
+        return expansion, {}
+    if isinstance(expansion, (tuple, list)) and expansion and isinstance(expansion[0], str):
+        if len(expansion) == 1:
+            return expansion[0], {}
+        if len(expansion) == 2 and isinstance(expansion[1], dict):
+            return expansion[0], expansion[1]
+    raise TypeError(repr(expansion))
 
-DerivationTree = tuple[str, Any]
 
-
-def _chosen(node: DerivationTree) -> int:
-    """Which alternative a derivation node took."""
-    symbol, children = node
-    text = "".join(child[0] for child in children)
-    return DECISIONS[symbol].alternatives.index(text)
-
-
-def program_from_derivation(tree: DerivationTree) -> Program:
-    """The shape tree a derivation tree of :data:`GRAMMAR` stands for."""
-    threads: list[Thread] = []
-    stack = [tree]
-    current_icall, current_sites = False, []
-    # Depth-first in emission order; a thread is complete when its closing
-    # nonterminal is reached, which follows all its sites.
-    while stack:
-        symbol, children = stack.pop()
-        if symbol == "<thread>":
-            current_icall, current_sites = False, []
-        elif symbol == "<icall>":
-            current_icall = True
-        elif symbol == NESTING:
-            nesting = _chosen((symbol, children))
-            region = _find(children, BODY)
-            body = _chosen(region)
-            callee = 0
-            if body == Body.CALL:
-                callee = _chosen(_find(region[1], CALLEE))
-            current_sites.append(make_site(nesting, body, callee))
+def _parts(text: str, ids: Mapping[str, int]) -> tuple[tuple, tuple[int, ...]]:
+    parts: list = []
+    kids: list[int] = []
+    for piece in NONTERMINAL.split(text):
+        if not piece:
             continue
-        elif symbol == "<thread-close>":
-            threads.append(Thread(current_icall, tuple(current_sites)))
-        stack.extend(reversed([c for c in children or () if is_nonterminal(c[0])]))
-    return Program(tuple(threads))
+        if NONTERMINAL.fullmatch(piece):
+            parts.append(len(kids))
+            kids.append(ids[piece])
+            continue
+        piece = piece.translate(_UNESCAPE)
+        position = 0
+        for match in PLACEHOLDER.finditer(piece):
+            if match.start() > position:
+                parts.append(piece[position:match.start()])
+            parts.append(CounterRef(match.group(1)))
+            position = match.end()
+        if position < len(piece):
+            parts.append(piece[position:])
+    return tuple(parts), tuple(kids)
 
 
-def _find(children: list[DerivationTree], symbol: str) -> DerivationTree:
-    for child in children:
-        if child[0] == symbol:
-            return child
-        found = _find(child[1] or [], symbol) if is_nonterminal(child[0]) else None
-        if found is not None:
-            return found
-    return None  # type: ignore[return-value]
+def _default_label(text: str) -> str:
+    label = " ".join(NONTERMINAL.sub(lambda m: m.group(1)[1:-1], text).split())
+    return label if len(label) <= 40 else label[:37] + "..."
 
 
-__all__ = [
-    "BODY",
-    "CALLEE",
-    "DECISIONS",
-    "Decision",
-    "GRAMMAR",
-    "GrammarError",
-    "NESTING",
-    "SITES",
-    "START",
-    "THREADS",
-    "TOP_CALL",
-    "compile_decisions",
-    "expand",
-    "program_from_derivation",
-]
+def compile_grammar(
+    grammar: Mapping[str, Any],
+    start: str = "<start>",
+    renderings: Mapping[str, Mapping[str, list]] | None = None,
+    *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    source: str = "<grammar>",
+    source_text: str = "",
+    meta: Mapping[str, Any] | None = None,
+) -> CompiledGrammar:
+    """Validate ``grammar`` and precompute everything the walk, codec and renderer need."""
+
+    def fail(symbol: str | None, what: str) -> GrammarError:
+        return _error(source, source_text, symbol, what)
+
+    if not isinstance(grammar, Mapping) or not grammar:
+        raise fail(None, "the grammar must be a non-empty dict of nonterminal -> expansions")
+    for symbol in grammar:
+        if not isinstance(symbol, str) or not NONTERMINAL.fullmatch(symbol):
+            raise fail(str(symbol), "not a nonterminal name (fuzzingbook's <[^<> ]*>)")
+    if start not in grammar:
+        raise fail(start, "the start symbol is not defined")
+    names = list(grammar)
+    ids = {name: i for i, name in enumerate(names)}
+
+    alts: list[tuple[Alternative, ...]] = []
+    counters: set[str] = set()
+    for symbol in names:
+        expansions = grammar[symbol]
+        if not isinstance(expansions, (list, tuple)) or not expansions:
+            raise fail(symbol, "has no expansion")
+        parsed = []
+        for expansion in expansions:
+            try:
+                text, options = _split(expansion)
+            except TypeError:
+                raise fail(symbol, f"bad expansion {expansion!r}: a string or (string, options)") from None
+            for used in NONTERMINAL.findall(text):
+                if used not in ids:
+                    raise fail(symbol, f"uses undefined nonterminal {used}")
+            unknown = set(options) - OPTIONS
+            if unknown:
+                raise fail(symbol, f"bad option {sorted(unknown)[0]!r} in {text!r} "
+                                   f"(known: {', '.join(sorted(OPTIONS))})")
+            prob = options.get("prob")
+            if prob is not None and (not isinstance(prob, (int, float)) or isinstance(prob, bool)
+                                     or not 0 <= prob <= 1 or math.isnan(prob)):
+                raise fail(symbol, f"bad option 'prob': {prob!r} is not a probability in [0, 1]")
+            counter = options.get("counter")
+            if counter is not None and (not isinstance(counter, str) or not COUNTER_NAME.fullmatch(counter)):
+                raise fail(symbol, f"bad option 'counter': {counter!r} is not a NAME ([A-Z][A-Z0-9_]*)")
+            indent = options.get("indent", 0)
+            if not isinstance(indent, int) or isinstance(indent, bool) or indent < 0:
+                raise fail(symbol, f"bad option 'indent': {indent!r} is not a whole number")
+            label = options.get("label")
+            if label is not None and not isinstance(label, str):
+                raise fail(symbol, f"bad option 'label': {label!r} is not a string")
+            if counter:
+                counters.add(counter)
+            parts, kids = _parts(text, ids)
+            parsed.append((text, kids, parts, prob, counter, indent, label or _default_label(text)))
+        given = [p[3] for p in parsed]
+        unspecified = given.count(None)
+        rest = 1.0 - sum(p for p in given if p is not None)
+        if unspecified == 0 and abs(rest) > 1e-6:
+            raise fail(symbol, f"probabilities sum to {1 - rest:.6g}, not 1")
+        if unspecified and rest < -1e-9:
+            raise fail(symbol, f"probabilities sum to {1 - rest:.6g} (> 1) before the unspecified ones")
+        share = max(rest, 0.0) / unspecified if unspecified else 0.0
+        if unspecified and share <= 0 and len(parsed) > 1:
+            raise fail(symbol, "the given probabilities leave nothing for the unspecified alternatives")
+        texts = [p[0] for p in parsed]
+        if len(set(texts)) != len(texts):
+            raise fail(symbol, "two alternatives are the same expansion")
+        alts.append(tuple(
+            Alternative(text, kids, parts, p if p is not None else share, counter, indent, label)
+            for (text, kids, parts, p, counter, indent, label) in parsed
+        ))
+
+    for n, symbol in enumerate(names):
+        for alt in alts[n]:
+            for part in alt.parts:
+                if isinstance(part, CounterRef) and part not in counters:
+                    raise fail(symbol, f"${part} names a counter that no expansion declares "
+                                       f"(option counter={part!r})")
+
+    g = CompiledGrammar(source=source, start=ids[start], names=names, ids=ids, alts=tuple(alts),
+                        max_depth=max_depth, counters=tuple(sorted(counters)), meta=dict(meta or {}))
+    g.alt_kids = [tuple(a.kids for a in alt_list) for alt_list in g.alts]
+    _reachability(g, fail)
+    _min_sizes(g, fail)
+    _languages(g)
+    _tables(g)
+    for alt_list in g.alts:
+        probs = [a.prob for a in alt_list]
+        total = sum(probs) or 1.0
+        g.cumulative.append(tuple(list(accumulate(p / total for p in probs))[:-1]) + (math.inf,))
+        table = _byte_table(probs)
+        g.byte_table.append(table)
+        g.smallest_byte.append(bytes(table.index(a) if a in table else 0 for a in range(len(probs))))
+    g.renderings = {"canonical": [[a.parts for a in alt_list] for alt_list in g.alts]}
+    for style, overrides in (renderings or {}).items():
+        g.renderings[style] = _rendering(g, style, overrides, fail)
+    return g
+
+
+def _reachability(g: CompiledGrammar, fail) -> None:
+    seen = {g.start}
+    stack = [g.start]
+    while stack:
+        for alt in g.alts[stack.pop()]:
+            for kid in alt.kids:
+                if kid not in seen:
+                    seen.add(kid)
+                    stack.append(kid)
+    for n, name in enumerate(g.names):
+        if n not in seen:
+            raise fail(name, f"unreachable from the start symbol {g.start_name}")
+
+
+def _min_sizes(g: CompiledGrammar, fail) -> None:
+    """Fewest nodes and least depth of a finite derivation, by fixpoint."""
+    inf = math.inf
+    size = [inf] * len(g.names)
+    depth = [inf] * len(g.names)
+    changed = True
+    while changed:
+        changed = False
+        for n, alt_list in enumerate(g.alts):
+            for alt in alt_list:
+                s = 1 + sum(size[k] for k in alt.kids)
+                d = 1 + max((depth[k] for k in alt.kids), default=0)
+                if s < size[n]:
+                    size[n], changed = s, True
+                if d < depth[n]:
+                    depth[n], changed = d, True
+    stuck = [n for n in range(len(g.names)) if size[n] == inf]
+    if stuck:
+        # Name the cause: a stuck nonterminal on a cycle of stuck ones (the others only reach it).
+        def on_cycle(n: int) -> bool:
+            seen, stack = set(), [k for a in g.alts[n] for k in a.kids if size[k] == inf]
+            while stack:
+                k = stack.pop()
+                if k == n:
+                    return True
+                if k not in seen:
+                    seen.add(k)
+                    stack.extend(j for a in g.alts[k] for j in a.kids if size[j] == inf)
+            return False
+
+        cause = next((n for n in stuck if on_cycle(n)), stuck[0])
+        others = [g.names[n] for n in stuck if n != cause]
+        raise fail(g.names[cause], "has no finite expansion (every alternative recurses forever)"
+                   + (f"; so neither do {', '.join(others)}" if others else ""))
+    g.min_size = [int(s) for s in size]
+    g.min_depth = [int(d) for d in depth]
+    g.alt_min_size = [tuple(1 + sum(g.min_size[k] for k in a.kids) for a in alts) for alts in g.alts]
+    g.alt_min_depth = [tuple(1 + max((g.min_depth[k] for k in a.kids), default=0) for a in alts)
+                       for alts in g.alts]
+    g.cheapest = [min(range(len(s)), key=lambda a, s=s: (s[a], a)) for s in g.alt_min_size]
+    g.shallowest = [min(range(len(d)), key=lambda a, d=d, s=s: (d[a], s[a], a))
+                    for d, s in zip(g.alt_min_depth, g.alt_min_size)]
+
+
+def _languages(g: CompiledGrammar) -> None:
+    """Tree counts and layout widths; ``None`` for nonterminals that reach recursion."""
+    count: list[int | None] = [None] * len(g.names)
+    width: list[int | None] = [None] * len(g.names)
+    state = [0] * len(g.names)  # 0 new, 1 in progress, 2 done
+
+    def visit(n: int) -> None:
+        state[n] = 1
+        infinite = False
+        for alt in g.alts[n]:
+            for kid in alt.kids:
+                if state[kid] == 0:
+                    visit(kid)
+                if state[kid] == 1 or count[kid] is None:
+                    infinite = True
+        state[n] = 2
+        if not infinite:
+            count[n] = sum(math.prod(count[k] for k in a.kids) for a in g.alts[n])  # type: ignore[misc]
+            own = 1 if len(g.alts[n]) > 1 else 0
+            width[n] = own + max(sum(width[k] for k in a.kids) for a in g.alts[n])  # type: ignore[misc]
+
+    import sys
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(g.names) + 1000))
+    try:
+        for n in range(len(g.names)):
+            if state[n] == 0:
+                visit(n)
+    finally:
+        sys.setrecursionlimit(limit)
+    # A nonterminal that is part of a cycle was marked finite before the cycle closed: redo
+    # the marking until stable, so that anything reaching recursion is infinite.
+    changed = True
+    while changed:
+        changed = False
+        for n, alt_list in enumerate(g.alts):
+            if count[n] is not None and any(count[k] is None for a in alt_list for k in a.kids):
+                count[n] = width[n] = None
+                changed = True
+    g.count, g.width = count, width
+
+
+def _tables(g: CompiledGrammar) -> None:
+    trees: dict[int, list[tuple[Node, float]]] = {}
+
+    def language(n: int) -> list[tuple[Node, float]]:
+        if n not in trees:
+            out = []
+            for a, alt in enumerate(g.alts[n]):
+                for combo in product(*(language(k) for k in alt.kids)):
+                    out.append(((n, a, tuple(t for t, _ in combo)),
+                                alt.prob * math.prod(p for _, p in combo)))
+            trees[n] = out
+        return trees[n]
+
+    g.tables = [None] * len(g.names)
+    g.unique = [None] * len(g.names)
+    # Smallest first, so that shared subtrees are built once.
+    for n in sorted(range(len(g.names)), key=lambda n: g.count[n] or math.inf):
+        c = g.count[n]
+        if c is None or c > TABLE_LIMIT:
+            continue
+        entries = language(n)
+        total = sum(p for _, p in entries) or 1.0
+        cumulative = tuple(list(accumulate(p / total for _, p in entries))[:-1]) + (math.inf,)
+        nodes = tuple(t for t, _ in entries)
+        g.tables[n] = Table(nodes, cumulative, {t: i for i, t in enumerate(nodes)},
+                            {id(t): i for i, t in enumerate(nodes)}, _depth(nodes[0]) if c == 1
+                            else max(_depth(t) for t in nodes))
+        if c == 1:
+            g.unique[n] = nodes[0]
+
+
+def _depth(node: Node) -> int:
+    return 1 + max((_depth(kid) for kid in node[2]), default=0)
+
+
+def _byte_table(probabilities: list[float]) -> bytes:
+    """byte -> alternative: each alternative owns a run of bytes in proportion to its
+    probability (at least one byte each, so none is unreachable), in order."""
+    k = len(probabilities)
+    if k == 1:
+        return bytes(256)
+    if k > 256:
+        raise GrammarError(f"more than 256 alternatives ({k}) cannot be one byte of the codec")
+    total = sum(probabilities) or 1.0
+    share = [max(1, round(256 * p / total)) for p in probabilities]
+    while sum(share) > 256:  # take the excess from the largest shares
+        share[share.index(max(share))] -= 1
+    while sum(share) < 256:
+        deficit = [256 * p / total - s for p, s in zip(probabilities, share)]
+        share[deficit.index(max(deficit))] += 1
+    return bytes(a for a, s in enumerate(share) for _ in range(s))
+
+
+def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fail) -> list[list[tuple]]:
+    parts = [[a.parts for a in alt_list] for alt_list in g.alts]
+    for symbol, expansions in overrides.items():
+        if symbol not in g.ids:
+            raise fail(symbol, f"rendering {style!r} overrides an undefined nonterminal")
+        n = g.ids[symbol]
+        if len(expansions) != len(g.alts[n]):
+            raise fail(symbol, f"rendering {style!r} gives {len(expansions)} expansions for "
+                               f"{len(g.alts[n])} alternatives")
+        for a, expansion in enumerate(expansions):
+            text, _ = _split(expansion)
+            new_parts, kids = _parts(text, g.ids)
+            if kids != g.alts[n][a].kids:
+                raise fail(symbol, f"rendering {style!r}: alternative {a} must keep the nonterminals "
+                                   f"of {g.alts[n][a].text!r}")
+            parts[n][a] = new_parts
+    return parts
+
+
+# ------------------------------------------------------------------ profiles
+
+#: Profile name -> module of the ``grammars`` package (imported, so bundles carry them).
+PROFILES = {"conventions": "grammars.program_shape"}
+DEFAULT_PROFILE = "conventions"
+
+
+def _compile_module(module: Any, source: str) -> CompiledGrammar:
+    text = ""
+    file = getattr(module, "__file__", None)
+    if file:
+        try:
+            text = Path(file).read_text()
+        except OSError:
+            pass
+    return compile_grammar(module.GRAMMAR, getattr(module, "START", "<start>"),
+                           getattr(module, "RENDERINGS", {}),
+                           max_depth=int(getattr(module, "MAX_DEPTH", DEFAULT_MAX_DEPTH)),
+                           source=file or source, source_text=text,
+                           meta={k: getattr(module, k) for k in META_KEYS if hasattr(module, k)})
+
+
+@lru_cache(maxsize=None)
+def load_profile(name: str = DEFAULT_PROFILE) -> CompiledGrammar:
+    """A built-in profile's compiled grammar (cached)."""
+    if name not in PROFILES:
+        raise GrammarError(f"unknown profile {name!r}: choose one of {', '.join(PROFILES)}")
+    return _compile_module(importlib.import_module(PROFILES[name]), name)
+
+
+@lru_cache(maxsize=None)
+def load_file(path: str) -> CompiledGrammar:
+    """A grammar file's compiled grammar (cached): Python defining GRAMMAR (and START,
+    RENDERINGS, MAX_DEPTH), or JSON of the grammar dict (or of those keys)."""
+    grammar, start, renderings, max_depth, text, meta = load_grammar_file(path)
+    return compile_grammar(grammar, start, renderings, max_depth=max_depth, source=str(path),
+                           source_text=text, meta=meta)
+
+
+def load(grammar: str | None = None, profile: str | None = None) -> CompiledGrammar:
+    """``--grammar FILE`` wins over ``--profile NAME``; neither: the default profile."""
+    if grammar:
+        return load_file(str(grammar))
+    return load_profile(profile or DEFAULT_PROFILE)
+
+
+def default_grammar() -> CompiledGrammar:
+    return load_profile(DEFAULT_PROFILE)

@@ -1,80 +1,52 @@
-"""Program text -> shape tree, for programs that come back as text.
+"""Program text -> derivation tree, for programs that come back as text.
 
-Triage inputs, seeds and hand-edited reproducers arrive as ``.mlir`` text.
-:func:`parse` recognises the shape line by line (threads, the optional
-top-level ``%icall``, ``scf.if``/``scf.for`` wrappers, the region body
-forms), builds the :class:`~harness.core.tree.Program`, and then renders it again
-with :func:`harness.core.render.render`: the text is *in the shape* only when the
-rendering equals it, in the ``canonical`` or the ``oracle`` style.  So the
-answer is exact (no lenient parse that the renderer would not give back), and
-the parser needs no grammar of its own beyond the markers that tell the
-forms apart.
+Triage inputs, seeds and hand-edited reproducers arrive as text.
+:func:`parse` finds the tree whose rendering *is* the text, in one of the
+grammar's styles: a backtracking recursive descent over the grammar that
+renders as it goes (:class:`harness.core.render.Renderer`, so counters and
+indentation are matched exactly as they are printed) and prunes at the first
+character that differs.  The answer is exact: the result is
+rendered again and compared, so there is no lenient parse the renderer would
+not give back.
 
 Comparison is modulo this normalisation, applied to both sides:
 
 * ``\\r\\n`` and ``\\r`` line ends read as ``\\n``;
 * trailing whitespace on each line is ignored;
-* whole-line ``//`` comments are ignored (headers such as the ``// NAME:
-  t0[...]`` line ``loomfuzz decode`` prints, or a lit test's ``// RUN:`` and
+* whole-line ``//`` comments are ignored (headers such as the ``// NAME:``
+  line ``loomfuzz decode`` prints, or a lit test's ``// RUN:`` and
   ``// CHECK:`` lines);
 * blank lines at the start and at the end are ignored.
 
-Everything else (indentation, blank lines between threads, names and
-counters) must match.  A text holding several programs separated by
-``// -----`` lines is not one program: split it first with
-:func:`split_programs`.
+A text holding several programs separated by ``// -----`` lines is not one
+program: split it first with :func:`split_programs`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
-from harness.core.render import SPLIT_MARKER, STYLES, render
-from harness.core.tree import (
-    MAX_SITES,
-    MAX_THREADS,
-    Body,
-    Callee,
-    Nesting,
-    Program,
-    Thread,
-    make_site,
-)
+from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.render import SPLIT_MARKER, Renderer, _State, renderer
 
 __all__ = ["Parsed", "normalise", "parse", "split_programs"]
 
+_SPLIT_LINE = SPLIT_MARKER.rstrip("\n")
+_NEWLINES = re.compile(r"\r\n?")
+
 
 class Parsed(NamedTuple):
-    """What :func:`parse` found: the program and the rendering it matched
-    (``canonical`` or ``oracle``), or ``program=None`` and why."""
+    """What :func:`parse` found: the tree and the rendering it matched, or
+    ``tree=None`` and why."""
 
-    program: Program | None
+    tree: Node | None
     style: str | None
     reason: str
 
     @property
     def ok(self) -> bool:
-        return self.program is not None
-
-
-# Body markers, checked in this order on every line of a region body; the
-# first form found wins (the call markers first: a call line is unambiguous).
-_FORM_MARKERS: tuple[tuple[str, Body, Callee], ...] = (
-    ("%called = func.call @helper_double", Body.CALL, Callee.FUNC),
-    ("%called = llvm.call @extern_scale", Body.CALL, Callee.LLVM),
-    ("memref.store %payload", Body.MEMORY, Callee.FUNC),
-    ("%sel = scf.if", Body.BRANCH, Callee.FUNC),
-    ("llvm.freeze", Body.FREEZE, Callee.FUNC),
-    ("iter_args", Body.LOOP, Callee.FUNC),
-    ("arith.muli %s", Body.ARITH, Callee.FUNC),
-)
-
-_THREAD_CANONICAL = "dataflow.thread "
-_THREAD_ORACLE = '"dataflow.thread"('
-_REGION = '"loom.spatial_region"'
-_SPLIT_LINE = SPLIT_MARKER.rstrip("\n")
-_NEWLINES = re.compile(r"\r\n?")
+        return self.tree is not None
 
 
 def _lines_with_numbers(text: str) -> list[tuple[int, str]]:
@@ -108,126 +80,128 @@ def split_programs(text: str) -> list[str]:
     return ["\n".join(chunk) for chunk in chunks]
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
+def _copy(state: _State) -> _State:
+    new = _State.__new__(_State)
+    new.next = list(state.next)
+    new.tops = list(state.tops)
+    new.scopes = [list(s) for s in state.scopes]
+    new.line_start = state.line_start
+    return new
 
 
-def _recognise(lines: list[tuple[int, str]]) -> tuple[Program | None, str]:
-    """The tree the lines describe, before any comparison; or None and why."""
-    threads: list[Thread] = []
-    icall = False
-    sites: list = []
-    in_thread = False
-    wrapper = Nesting.NONE
-    i = 0
+class _Matcher:
+    def __init__(self, grammar: CompiledGrammar, r: Renderer, text: str) -> None:
+        self.g = grammar
+        self.r = r
+        self.text = text
+        self.furthest = 0
+        self.active: set[tuple[int, int]] = set()
+        self._kid_symbols = _kid_symbols(grammar, r)
 
-    def close_thread() -> None:
-        threads.append(Thread(icall, tuple(sites)))
+    def _advance(self, piece: str, pos: int) -> int | None:
+        if self.text.startswith(piece, pos):
+            end = pos + len(piece)
+            if end > self.furthest:
+                self.furthest = end
+            return end
+        # how far did it agree? (for the error message)
+        k = 0
+        while k < len(piece) and pos + k < len(self.text) and self.text[pos + k] == piece[k]:
+            k += 1
+        self.furthest = max(self.furthest, pos + k)
+        return None
 
-    while i < len(lines):
-        number, line = lines[i]
-        ind = _indent(line)
-        body = line[ind:]
-        if ind == 0 and (body.startswith(_THREAD_CANONICAL) or body.startswith(_THREAD_ORACLE)):
-            if in_thread:
-                close_thread()
-            in_thread, icall, sites, wrapper = True, False, [], Nesting.NONE
-            i += 1
-            continue
-        if not in_thread:
-            if _REGION in body:
-                return None, f"line {number}: a loom.spatial_region outside any dataflow.thread"
-            i += 1
-            continue
-        if ind == 2:
-            if body.startswith("%icall = func.call"):
-                if icall or sites:
-                    return None, f"line {number}: %icall must come once, before the first region"
-                icall = True
-            elif body.startswith("scf.if "):
-                wrapper = Nesting.IF
-            elif body.startswith("scf.for "):
-                wrapper = Nesting.FOR
-            elif body.startswith("}"):
-                wrapper = Nesting.NONE
-        if _REGION not in body:
-            i += 1
-            continue
-        nesting = Nesting.NONE if ind <= 2 else wrapper
-        if ind > 4:
-            return None, f"line {number}: region nested deeper than one wrapper"
-        form: tuple[Body, Callee] | None = None
-        j = i + 1
-        while j < len(lines):
-            inner_number, inner = lines[j]
-            inner_ind = _indent(inner)
-            if inner_ind <= ind and inner[inner_ind:].startswith("}"):
+    def match(self, n: int, pos: int, indent: int, state: _State) -> Iterator[tuple[Node, int, _State]]:
+        key = (n, pos)
+        if key in self.active:  # left recursion at the same place: no progress possible
+            return
+        self.active.add(key)
+        try:
+            unique = self.g.unique[n]
+            if unique is not None:  # one possible text: compare it whole
+                st = _copy(state)
+                out: list[str] = []
+                self.r._node(unique, indent, out, st)
+                end = self._advance("".join(out), pos)
+                if end is not None:
+                    yield unique, end, st
+                return
+            table = self.g.tables[n]
+            for a, alt in enumerate(self.g.alts[n]):
+                st = _copy(state)
+                parts, i, shift = self.r.steps[n][a]
+                if i >= 0:
+                    st.scopes[i].append(st.tops[i])
+                    st.tops[i] = st.next[i]
+                    st.next[i] += 1
+                for kids, end, st2 in self._parts(parts, 0, (), pos, indent, indent + shift, st):
+                    if i >= 0:
+                        st2.tops[i] = st2.scopes[i].pop()
+                    node = (n, a, kids)
+                    if table is not None:  # the table's own object renders from the cache
+                        node = table.trees[table.index[node]]
+                    yield node, end, st2
+        finally:
+            self.active.discard(key)
+
+    def _parts(self, parts: tuple, k: int, kids: tuple, pos: int, indent: int, inner: int,
+               state: _State) -> Iterator[tuple[tuple, int, _State]]:
+        while k < len(parts):
+            part = parts[k]
+            if type(part) is int:
                 break
-            if _REGION in inner:
-                return None, f"line {inner_number}: region nested in the region of line {number}"
-            if form is None:
-                for marker, b, c in _FORM_MARKERS:
-                    if marker in inner:
-                        form = (b, c)
-                        break
-            j += 1
-        else:
-            return None, f"line {number}: region is never closed"
-        if form is None:
-            return None, f"line {number}: region body is none of the six forms"
-        sites.append(make_site(nesting, form[0], form[1]))
-        # an oracle region closes with `}, {` then `})`: skip both
-        i = j + 1
-        if i < len(lines) and lines[j][1].rstrip().endswith("}, {"):
-            i += 1
-    if in_thread:
-        close_thread()
-    if not threads:
-        return None, "no dataflow.thread"
-    if len(threads) > MAX_THREADS:
-        return None, f"{len(threads)} threads: the shape has at most {MAX_THREADS}"
-    for t, thread in enumerate(threads):
-        if not thread.sites:
-            return None, f"thread {t} holds no loom.spatial_region"
-        if len(thread.sites) > MAX_SITES:
-            return None, f"thread {t} holds {len(thread.sites)} regions: the shape has at most {MAX_SITES}"
-    return Program(tuple(threads)), ""
+            out: list[str] = []
+            if type(part) is CounterRef:
+                value = state.tops[self.r.counter_index[part]]
+                state.emit(str(value) if value >= 0 else "", indent, out)
+            else:
+                state.emit(part, indent, out)
+            end = self._advance("".join(out), pos)
+            if end is None:
+                return
+            pos = end
+            k += 1
+        if k == len(parts):
+            yield kids, pos, state
+            return
+        symbol = self._kid_symbols[id(parts)][parts[k]]
+        for kid, end, st in self.match(symbol, pos, inner, state):
+            yield from self._parts(parts, k + 1, kids + (kid,), end, indent, inner, _copy(st))
 
 
-def _first_difference(got: list[tuple[int, str]], want: list[str], style: str) -> str:
-    for k, want_line in enumerate(want):
-        if k >= len(got):
-            return f"ends early: the {style} rendering goes on with {want_line.strip()!r}"
-        number, line = got[k]
-        if line != want_line:
-            return (
-                f"line {number} differs from the {style} rendering: "
-                f"expected {want_line.strip()!r}, got {line.strip()!r}"
-            )
-    if len(got) > len(want):
-        number, line = got[len(want)]
-        return f"line {number}: unexpected text after the program: {line.strip()!r}"
-    return f"differs from the {style} rendering"
-
-
-def parse(text: str) -> Parsed:
-    """The shape tree ``text`` is the exact rendering of, or None and the reason."""
+def parse(text: str, grammar: CompiledGrammar) -> Parsed:
+    """The tree ``text`` is the exact rendering of (in any of the grammar's styles),
+    or None and the reason."""
     if len(split_programs(text)) > 1:
         return Parsed(None, None, "several programs separated by '// -----': split them first")
     lines = _lines_with_numbers(text)
     if not lines:
         return Parsed(None, None, "empty text")
-    program, reason = _recognise(lines)
-    if program is None:
-        return Parsed(None, None, reason)
-    got = [line for _, line in lines]
-    renderings = {
-        style: [line for _, line in _lines_with_numbers(render(program, style))]
-        for style in STYLES
-    }
-    for style in STYLES:
-        if got == renderings[style]:
-            return Parsed(program, style, "")
-    looks_oracle = any(line.startswith(_THREAD_ORACLE) for line in got)
-    style = "oracle" if looks_oracle else "canonical"
-    return Parsed(None, None, _first_difference(lines, renderings[style], style))
+    wanted = "\n".join(line for _, line in lines) + "\n"
+    best: tuple[int, str] = (-1, "")
+    for style in grammar.renderings:
+        r = renderer(grammar, style)
+        matcher = _Matcher(grammar, r, wanted)
+        for tree, end, _ in matcher.match(grammar.start, 0, 0, _State(len(grammar.counters))):
+            if end == len(wanted) and normalise(r.render(tree)) == wanted:
+                return Parsed(tree, style, "")
+        if matcher.furthest > best[0]:
+            best = (matcher.furthest, style)
+    where, style = best
+    line_index = wanted.count("\n", 0, max(where, 0))
+    number, line = lines[min(line_index, len(lines) - 1)]
+    return Parsed(None, None, f"line {number}: not a program of {grammar_name(grammar)} "
+                              f"(closest: the {style} rendering, which differs here: {line.strip()!r})")
+
+
+def grammar_name(grammar: CompiledGrammar) -> str:
+    return grammar.source.rsplit("/", 1)[-1]
+
+
+def _kid_symbols(grammar: CompiledGrammar, r: Renderer) -> dict[int, tuple[int, ...]]:
+    """id(parts) -> the nonterminal of each kid index, for every alternative's parts."""
+    out: dict[int, tuple[int, ...]] = {}
+    for n, alt_list in enumerate(grammar.alts):
+        for a, alt in enumerate(alt_list):
+            out[id(r.steps[n][a][0])] = alt.kids
+    return out

@@ -1,26 +1,27 @@
-"""Minimization: the smallest program that is still interesting.
+"""Minimization: the smallest tree that is still interesting, for any grammar.
 
-:func:`minimize` works on shape trees, so every candidate is a program of the
-shape (it renders, it passes the checker, it can be encoded as fuzz bytes).
-One step is one of these reductions, tried in this order, biggest first:
+:func:`minimize` is hierarchical delta debugging over the derivation tree (as
+in HDD/Perses and picireny): it visits the tree level by level from the root
+(coarse to fine) and, at each node, tries in order
 
-1. drop a thread (a program keeps at least one);
-2. drop a site (a thread keeps at least one);
-3. drop a thread's top-level ``%icall``;
-4. unwrap a site (its ``scf.if``/``scf.for`` goes);
-5. give a site a simpler body (:data:`BODY_ORDER`: arith < freeze < memory
-   < call < loop < branch, simplest first; ``llvm.call`` -> ``func.call``).
+1. removing elements of a repetition (the grammar's lists and
+   right-recursive chains, :class:`harness.core.mutate.Repetitions`): halves
+   first, then single elements;
+2. hoisting: replacing the node by a descendant of the same nonterminal;
+3. switching to a simpler alternative (fewer nodes in its smallest
+   derivation, then earlier in the grammar), keeping the children of the
+   same nonterminals and filling the rest with their smallest derivations;
+4. replacing the subtree by the nonterminal's smallest derivation.
 
-The search is greedy: the first interesting candidate becomes the current
-program and the candidates are generated anew from it, until no candidate
-of the current program is interesting (a fixpoint: the result is 1-minimal
-with respect to these reductions).  Every predicate answer is cached by the
-tree, so no program is ever tested twice; ``evaluations`` counts the calls
-that reached the predicate.
+A candidate is kept when it is interesting and smaller by :func:`sort_key`
+(nodes, then the ranks of the alternatives chosen); sweeps repeat until one
+changes nothing, so the result is 1-minimal with respect to these steps.
+Every candidate is a derivation tree of the grammar, so the result renders,
+encodes and stays in the grammar's language.  Answers are cached by tree, so
+no tree is tested twice; ``evaluations`` counts predicate calls.
 
 :func:`reduce_lines` is the fallback for what the grammar cannot express:
-line-level delta debugging (Zeller's ddmin) on the text, also cached, with a
-budget.  Its result usually leaves the shape.
+line-level delta debugging (Zeller's ddmin) on the text.
 """
 
 from __future__ import annotations
@@ -29,94 +30,60 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
+from harness.core.grammar import CompiledGrammar, Node
+from harness.core.mutate import Repetitions
+from harness.core.tree import Path, node_at, replace_at, walk_nodes
 
-__all__ = [
-    "BODY_ORDER",
-    "LineReduction",
-    "Minimization",
-    "complexity",
-    "minimize",
-    "reduce_lines",
-    "reductions",
-]
-
-#: Body forms from the simplest to the most complex.
-BODY_ORDER: tuple[Body, ...] = (
-    Body.ARITH,
-    Body.FREEZE,
-    Body.MEMORY,
-    Body.CALL,
-    Body.LOOP,
-    Body.BRANCH,
-)
-_RANK = {body: rank for rank, body in enumerate(BODY_ORDER)}
+__all__ = ["LineReduction", "Minimization", "minimize", "reduce_lines", "smallest_tree", "sort_key"]
 
 
-def complexity(program: Program) -> tuple:
-    """A sort key: smaller is simpler (threads, sites, top-level calls, wrappers, bodies)."""
-    sites = [site for thread in program.threads for site in thread.sites]
-    return (
-        len(program.threads),
-        len(sites),
-        sum(thread.icall for thread in program.threads),
-        sum(site.nesting != Nesting.NONE for site in sites),
-        sum(_RANK[site.body] for site in sites),
-        sum(int(site.callee) for site in sites),
-    )
+def smallest_tree(grammar: CompiledGrammar, n: int) -> Node:
+    """The derivation of ``n`` with the fewest nodes."""
+    a = grammar.cheapest[n]
+    return (n, a, tuple(smallest_tree(grammar, k) for k in grammar.alts[n][a].kids))
 
 
-def _replace_thread(program: Program, t: int, thread: Thread) -> Program:
-    threads = list(program.threads)
-    threads[t] = thread
-    return Program(tuple(threads))
+def _ranks(grammar: CompiledGrammar) -> list[tuple[int, ...]]:
+    """Per nonterminal, each alternative's simplicity rank (0 = simplest)."""
+    out = []
+    for n, alt_list in enumerate(grammar.alts):
+        order = sorted(range(len(alt_list)), key=lambda a: (grammar.alt_min_size[n][a], a))
+        rank = [0] * len(alt_list)
+        for r, a in enumerate(order):
+            rank[a] = r
+        out.append(tuple(rank))
+    return out
 
 
-def _replace_site(program: Program, t: int, s: int, site) -> Program:
-    thread = program.threads[t]
-    sites = list(thread.sites)
-    sites[s] = site
-    return _replace_thread(program, t, Thread(thread.icall, tuple(sites)))
+def sort_key(grammar: CompiledGrammar, tree: Node) -> tuple[int, int]:
+    """Smaller is simpler: number of nodes, then the ranks of the alternatives chosen."""
+    ranks = grammar_ranks(grammar)
+    nodes = rank = 0
+    stack = [tree]
+    while stack:
+        n, a, kids = stack.pop()
+        nodes += 1
+        rank += ranks[n][a]
+        stack.extend(kids)
+    return nodes, rank
 
 
-def reductions(program: Program) -> Iterator[tuple[str, Program]]:
-    """(description, candidate) for every one-step reduction, biggest first."""
-    threads = program.threads
-    if len(threads) > 1:
-        for t in range(len(threads)):
-            yield f"drop thread {t}", Program(threads[:t] + threads[t + 1 :])
-    for t, thread in enumerate(threads):
-        if len(thread.sites) > 1:
-            for s in range(len(thread.sites)):
-                sites = thread.sites[:s] + thread.sites[s + 1 :]
-                yield f"drop site {t}.{s}", _replace_thread(program, t, Thread(thread.icall, sites))
-    for t, thread in enumerate(threads):
-        if thread.icall:
-            yield f"drop %icall of thread {t}", _replace_thread(program, t, Thread(False, thread.sites))
-    for t, thread in enumerate(threads):
-        for s, site in enumerate(thread.sites):
-            if site.nesting != Nesting.NONE:
-                yield f"unwrap site {t}.{s}", _replace_site(
-                    program, t, s, make_site(Nesting.NONE, site.body, site.callee)
-                )
-    for t, thread in enumerate(threads):
-        for s, site in enumerate(thread.sites):
-            for body in BODY_ORDER[: _RANK[site.body]]:
-                yield f"site {t}.{s}: {site.body.name.lower()} -> {body.name.lower()}", _replace_site(
-                    program, t, s, make_site(site.nesting, body)
-                )
-            if site.body == Body.CALL and site.callee != Callee.FUNC:
-                yield f"site {t}.{s}: llvm.call -> func.call", _replace_site(
-                    program, t, s, make_site(site.nesting, Body.CALL, Callee.FUNC)
-                )
+_RANKS: dict[int, tuple[CompiledGrammar, list]] = {}
+
+
+def grammar_ranks(grammar: CompiledGrammar) -> list[tuple[int, ...]]:
+    hit = _RANKS.get(id(grammar))
+    if hit is None or hit[0] is not grammar:
+        hit = _RANKS[id(grammar)] = (grammar, _ranks(grammar))
+    return hit[1]
 
 
 @dataclass
 class Minimization:
     """The result of :func:`minimize`."""
 
-    program: Program
-    original: Program
+    tree: Node
+    original: Node
     evaluations: int = 0  # predicate calls (cache misses)
     candidates: int = 0  # candidates considered, cached ones included
     steps: list[str] = field(default_factory=list)  # accepted reductions, in order
@@ -124,42 +91,124 @@ class Minimization:
     exhausted: bool = False  # stopped by max_evaluations before the fixpoint
 
 
+def _intern(grammar: CompiledGrammar, node: Node) -> Node:
+    table = grammar.tables[node[0]]
+    if table is not None:
+        return table.trees[table.index[node]]
+    return node
+
+
+def _candidates(grammar: CompiledGrammar, reps: Repetitions, tree: Node, path: Path,
+                node: Node) -> Iterator[tuple[str, Node]]:
+    """(description, smaller tree) for one node, biggest steps first."""
+    n, a, kids = node
+    name = grammar.names[n]
+    where = "/".join(map(str, path)) or "root"
+    if n in reps.lists and kids:
+        lengths = reps.lists[n][1]
+        k = len(kids)
+        tried = set()
+        for size in sorted({k // 2, 1} - {0}, reverse=True):  # drop halves, then singles
+            for start in range(0, k, size):
+                keep = kids[:start] + kids[start + size:]
+                if len(keep) in lengths and keep not in tried:
+                    tried.add(keep)
+                    yield (f"{name} at {where}: drop {size} of {k}",
+                           _intern(grammar, (n, lengths[len(keep)], keep)))
+    if n in reps.chains and a == reps.chains[n][1]:
+        yield f"{name} at {where}: drop a list element", kids[1]
+    seen = set()
+    for sub_path, sub in walk_nodes(node):
+        if sub_path and sub[0] == n and sub not in seen:
+            seen.add(sub)
+            yield f"{name} at {where}: hoist {'/'.join(map(str, sub_path))}", sub
+    ranks = grammar_ranks(grammar)[n]
+    for b in sorted((b for b in range(len(grammar.alts[n])) if ranks[b] < ranks[a]),
+                    key=lambda b: ranks[b]):
+        unused = list(kids)
+        new_kids = []
+        for symbol in grammar.alts[n][b].kids:
+            for i, kid in enumerate(unused):
+                if kid[0] == symbol:
+                    new_kids.append(unused.pop(i))
+                    break
+            else:
+                new_kids.append(smallest_tree(grammar, symbol))
+        yield (f"{name} at {where}: {grammar.label(n, a) or 'ε'} -> {grammar.label(n, b) or 'ε'}",
+               _intern(grammar, (n, b, tuple(new_kids))))
+    smallest = smallest_tree(grammar, n)
+    if smallest != node:
+        yield f"{name} at {where}: smallest derivation", _intern(grammar, smallest)
+
+
 def minimize(
-    program: Program,
-    still_interesting: Callable[[Program], bool],
+    tree: Node,
+    grammar: CompiledGrammar,
+    still_interesting: Callable[[Node], bool],
     *,
     max_evaluations: int | None = None,
-    cache: dict[Program, bool] | None = None,
+    cache: dict[Node, bool] | None = None,
 ) -> Minimization:
-    """The greedy fixpoint of :func:`reductions` under ``still_interesting``.
-
-    ``program`` itself is assumed interesting and never tested.  ``cache``
-    (program -> answer) may be shared between calls.
-    """
+    """The HDD fixpoint of ``tree`` (assumed interesting, never tested) under
+    ``still_interesting``.  ``cache`` (tree -> answer) may be shared between calls."""
     start = time.monotonic()
     known = {} if cache is None else cache
-    known[program] = True
-    result = Minimization(program=program, original=program)
-    current = program
-    progress = True
-    while progress:
-        progress = False
-        for description, candidate in reductions(current):
-            result.candidates += 1
-            answer = known.get(candidate)
-            if answer is None:
-                if max_evaluations is not None and result.evaluations >= max_evaluations:
-                    result.exhausted = True
-                    break
-                answer = bool(still_interesting(candidate))
-                known[candidate] = answer
-                result.evaluations += 1
-            if answer:
-                current = candidate
-                result.steps.append(description)
-                progress = True
+    known[tree] = True
+    reps = Repetitions.of(grammar)
+    result = Minimization(tree=tree, original=tree)
+    current = tree
+    current_key = sort_key(grammar, current)
+    unique = grammar.unique
+
+    def accept(candidate: Node) -> bool | None:
+        """True: interesting (and smaller); None: the budget is spent."""
+        nonlocal current, current_key
+        result.candidates += 1
+        key = sort_key(grammar, candidate)
+        if key >= current_key:
+            return False
+        answer = known.get(candidate)
+        if answer is None:
+            if max_evaluations is not None and result.evaluations >= max_evaluations:
+                result.exhausted = True
+                return None
+            answer = bool(still_interesting(candidate))
+            known[candidate] = answer
+            result.evaluations += 1
+        if answer:
+            current, current_key = candidate, key
+        return answer
+
+    changed = True
+    while changed and not result.exhausted:
+        changed = False
+        level = 0
+        while not result.exhausted:
+            paths = [p for p, node in walk_nodes(current) if len(p) == level and unique[node[0]] is None]
+            if not paths:
                 break
-    result.program = current
+            for path in paths:
+                if result.exhausted:
+                    break
+                progress = True
+                while progress and not result.exhausted:  # the same place until it gives nothing
+                    progress = False
+                    try:
+                        node = node_at(current, path)
+                    except IndexError:
+                        break
+                    if unique[node[0]] is not None:
+                        break
+                    for description, smaller in _candidates(grammar, reps, current, path, node):
+                        verdict = accept(replace_at(current, path, smaller))
+                        if verdict is None:
+                            break
+                        if verdict:
+                            result.steps.append(description)
+                            changed = progress = True
+                            break
+            level += 1
+    result.tree = current
     result.seconds = time.monotonic() - start
     return result
 

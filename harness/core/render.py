@@ -1,130 +1,165 @@
-"""Shape tree -> MLIR text.  Nothing else in loom-fuzz formats MLIR.
+"""Derivation tree -> text: the concatenation of terminals plus one generic post-pass.
 
-Two renderings:
+The pass walks the tree in emission order and applies the grammar's options
+(:mod:`harness.core.grammar`): ``counter`` takes the next value of a
+module-wide counter for the subtree, ``$NAME`` in a terminal prints the
+innermost value, ``indent`` moves every line the expansion's nonterminals
+derive N columns right (blank lines stay empty).  It knows nothing of the
+language it renders.
 
-* ``canonical``: the exact text of the spec, indentation included; what
-  loom-opt reads.
-* ``oracle``: each thread and each region as a generic unregistered op with a
-  second, empty region, so that upstream ``mlir-opt-22
-  --allow-unregistered-dialect`` parses and verifies every upstream op in it
-  (the spec's last section).
+A *style* is one of the grammar's renderings (``canonical`` always; the
+default grammar adds ``oracle``): the same tree with other terminal text.
 
-Every fragment comes from the grammar's terminals and is expanded once; the
-one pass over the tree only fills the counters (``$T``, ``$R``) and moves
-wrapped regions two columns right.  A thread's text depends only on the
-thread, its number and the region counter it starts at, so whole threads are
-cached too: rendering a program is a few dictionary look-ups and one join.
+Speed: the text of a tabulated subtree (:class:`harness.core.grammar.Table`)
+depends only on the subtree, the counters' state, the indentation and
+whether it starts a line, so it is rendered once per such key and then
+copied; for the default grammar a program is a few look-ups and one join.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from grammars import REGION_NUMBER, THREAD_NUMBER
-from harness.core.grammar import BODY, CALLEE, NESTING, expand
-from harness.core.tree import Nesting, Program, Site, Thread
-
-STYLES = ("canonical", "oracle")
+from harness.core.grammar import CompiledGrammar, CounterRef, Node
 
 #: Separates programs in one stream, as ``mlir-opt --split-input-file`` expects.
 SPLIT_MARKER = "// -----\n"
-
-_ORACLE_OVERRIDES = {
-    "<thread-open>": (
-        '"dataflow.thread"() ({\n'
-        "^bb0(%mem: memref<4xi32>, %val: i32, %flag: i1, %start: none):\n"
-    ),
-    "<thread-close>": (
-        '  "dataflow.thread.yield"() : () -> ()\n'
-        "}, {\n"
-        f'}}) {{sym_name = "thread_{THREAD_NUMBER}", sym_visibility = "private", '
-        "domain = #dataflow.thread_domain<dense>} : () -> ()\n\n"
-    ),
-    # A second, empty region keeps the unregistered op from acting as a
-    # symbol table that would hide @helper_double and @extern_scale.
-    "<region-end>": "  }, {\n  })",
-}
-
-_KEEP = frozenset({"<preamble>", "<threads>", "<top-call>", "<sites>", "<region>"})
+_CACHE_LIMIT = 200_000
 
 
-class _Style:
-    """The fragments of one rendering, expanded once from the grammar."""
+class Renderer:
+    """Renders trees of one grammar in one style."""
 
-    def __init__(self, name: str) -> None:
-        override = self.override = _ORACLE_OVERRIDES if name == "oracle" else {}
-        module = expand("<module>", keep=_KEEP, override=override)
-        head, tail = module.split("<preamble><threads>")
-        self.module_head = head + expand("<preamble>", override=override)
-        self.module_tail = tail
-        thread = expand("<thread>", keep=_KEEP, override=override)
-        open_, rest = thread.split("<top-call><sites>")
-        self.thread_open = open_.split(THREAD_NUMBER)
-        self.thread_close = rest.split(THREAD_NUMBER)
-        self.icall = expand("<icall>", override=override)
-        self._sites: dict[Site, list[str]] = {}
-        self._threads: dict[tuple[Thread, int, int], str] = {}
+    def __init__(self, grammar: CompiledGrammar, style: str = "canonical") -> None:
+        if style not in grammar.renderings:
+            raise ValueError(f"unknown rendering {style!r}: choose one of {', '.join(grammar.renderings)}")
+        self.grammar = grammar
+        self.style = style
+        self.parts = grammar.renderings[style]
+        self.cache: dict[tuple, tuple[str, tuple[int, ...], bool]] = {}
+        self.counter_index = {name: i for i, name in enumerate(grammar.counters)}
+        self.tables = grammar.tables
+        # per (nonterminal, alternative): (parts, counter index or -1, indent)
+        self.steps = [
+            [(self.parts[n][a], self.counter_index[alt.counter] if alt.counter else -1, alt.indent)
+             for a, alt in enumerate(alt_list)]
+            for n, alt_list in enumerate(grammar.alts)
+        ]
+        # a nonterminal that only passes its one child through renders as that child
+        self.forward = [len(alt_list) == 1 and self.parts[n][0] == (0,) and not alt_list[0].counter
+                        and not alt_list[0].indent for n, alt_list in enumerate(grammar.alts)]
 
-    def site_pieces(self, site: Site) -> list[str]:
-        """The site's text split where the region counter goes."""
-        pieces = self._sites.get(site)
-        if pieces is None:
-            choices = {NESTING: site.nesting, BODY: site.body, CALLEE: site.callee}
-            wrapper = expand("<site>", choices.__getitem__, keep=_KEEP, override=self.override)
-            region = expand("<region>", choices.__getitem__, override=self.override)
-            if site.nesting != Nesting.NONE:
-                region = "".join("  " + line for line in region.splitlines(keepends=True))
-            pieces = self._sites[site] = wrapper.replace("<region>", region).split(REGION_NUMBER)
-        return pieces
+    def render(self, tree: Node) -> str:
+        out: list[str] = []
+        self._node(tree, 0, out, _State(len(self.grammar.counters)))
+        return "".join(out)
 
-    def thread_text(self, thread: Thread, number: int, first_region: int) -> str:
-        key = (thread, number, first_region)
-        text = self._threads.get(key)
-        if text is None:
-            t = str(number)
-            parts = [t.join(self.thread_open)]
-            if thread.icall:
-                parts.append(self.icall)
-            for offset, site in enumerate(thread.sites):
-                parts.append(str(first_region + offset).join(self.site_pieces(site)))
-            parts.append(t.join(self.thread_close))
-            text = self._threads[key] = "".join(parts)
-        return text
+    def _node(self, node: Node, indent: int, out: list[str], state: "_State") -> None:
+        n = node[0]
+        forward = self.forward
+        while forward[n]:
+            node = node[2][0]
+            n = node[0]
+        table = self.tables[n]
+        if table is not None:
+            entry = table.by_id.get(id(node))
+            if entry is None:
+                entry = table.index.get(node)
+            key = (n, entry, indent, state.line_start, *state.next, *state.tops)
+            hit = self.cache.get(key)
+            if hit is not None:
+                text, advance, line_start = hit
+                out.append(text)
+                if text:
+                    state.line_start = line_start
+                if advance:
+                    nxt = state.next
+                    for i, step in advance:
+                        nxt[i] += step
+                return
+            before = list(state.next)
+            mark = len(out)
+            self._expand(node, indent, out, state)
+            text = "".join(out[mark:])
+            del out[mark:]
+            out.append(text)
+            advance = tuple((i, after - b) for i, (after, b) in enumerate(zip(state.next, before))
+                            if after != b)
+            if len(self.cache) >= _CACHE_LIMIT:
+                self.cache.clear()
+            self.cache[key] = (text, advance, state.line_start)
+            return
+        self._expand(node, indent, out, state)
+
+    def _expand(self, node: Node, indent: int, out: list[str], state: "_State") -> None:
+        n, a, kids = node
+        parts, i, shift = self.steps[n][a]
+        if i >= 0:
+            state.scopes[i].append(state.tops[i])
+            state.tops[i] = state.next[i]
+            state.next[i] += 1
+        inner = indent + shift
+        for part in parts:
+            if type(part) is int:
+                self._node(kids[part], inner, out, state)
+            elif type(part) is CounterRef:
+                value = state.tops[self.counter_index[part]]
+                state.emit(str(value) if value >= 0 else "", indent, out)
+            else:
+                state.emit(part, indent, out)
+        if i >= 0:
+            state.tops[i] = state.scopes[i].pop()
 
 
-_STYLES = {name: _Style(name) for name in STYLES}
+class _State:
+    __slots__ = ("next", "tops", "scopes", "line_start")
+
+    def __init__(self, counters: int) -> None:
+        self.next = [0] * counters  # each counter's next value
+        self.tops = [-1] * counters  # each counter's innermost value (-1: none)
+        self.scopes: list[list[int]] = [[] for _ in range(counters)]  # outer values
+        self.line_start = True
+
+    def emit(self, text: str, indent: int, out: list[str]) -> None:
+        if not text:
+            return
+        if indent:
+            pad = " " * indent
+            lines = text.split("\n")
+            for i, line in enumerate(lines):
+                if i:
+                    out.append("\n")
+                if line:
+                    if i or self.line_start:
+                        out.append(pad)
+                    out.append(line)
+        else:
+            out.append(text)
+        self.line_start = text[-1] == "\n"
 
 
-def _style(name: str) -> _Style:
-    try:
-        return _STYLES[name]
-    except KeyError:
-        raise ValueError(f"unknown rendering {name!r}: choose one of {', '.join(STYLES)}") from None
+_RENDERERS: dict[tuple[int, str], Renderer] = {}
 
 
-def render(program: Program, style: str = "canonical") -> str:
-    """The program's text in the given rendering."""
-    fragments = _style(style)
-    parts = [fragments.module_head]
-    region = 0
-    for number, thread in enumerate(program.threads):
-        parts.append(fragments.thread_text(thread, number, region))
-        region += len(thread.sites)
-    parts.append(fragments.module_tail)
-    return "".join(parts)
+def renderer(grammar: CompiledGrammar, style: str = "canonical") -> Renderer:
+    key = (id(grammar), style)
+    r = _RENDERERS.get(key)
+    if r is None or r.grammar is not grammar:
+        r = _RENDERERS[key] = Renderer(grammar, style)
+    return r
 
 
-def render_stream(programs: Iterable[Program], style: str = "canonical") -> Iterator[str]:
+def render(tree: Node, grammar: CompiledGrammar, style: str = "canonical") -> str:
+    """The tree's text in the given rendering."""
+    return renderer(grammar, style).render(tree)
+
+
+def render_stream(trees: Iterable[Node], grammar: CompiledGrammar,
+                  style: str = "canonical") -> Iterator[str]:
     """Texts separated by ``// -----`` lines, for ``--split-input-file``."""
-    fragments = _style(style)
-    head, tail, thread_text = fragments.module_head, fragments.module_tail, fragments.thread_text
+    r = renderer(grammar, style)
     first = True
-    for program in programs:
-        parts = [head] if first else [SPLIT_MARKER, head]
+    for tree in trees:
+        text = r.render(tree)
+        yield text if first else SPLIT_MARKER + text
         first = False
-        region = 0
-        for number, thread in enumerate(program.threads):
-            parts.append(thread_text(thread, number, region))
-            region += len(thread.sites)
-        parts.append(tail)
-        yield "".join(parts)

@@ -1,42 +1,17 @@
-"""How often each convention choice was made, next to the PCFG's weight.
+"""How often each weighted choice of a grammar was made, next to its probability.
 
-Counts come from the choice sequence (:func:`harness.core.choices.choices_of`), so
-they describe exactly the decisions the grammar makes: C1 threads, C6 the
-optional call, C3 sites, C7 nesting, C8 body, C9 callee.  A chi-square test
-per decision says whether the sample fits the weights.
+Counts come from the derivation trees (every node of a nonterminal with more
+than one alternative is one decision), so they describe exactly the choices
+the grammar makes, whatever the grammar.  A chi-square test per nonterminal
+says whether the sample fits the weights.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Iterable
 
-from harness.core.choices import choices_of
-from harness.core.grammar import DECISIONS
-from harness.core.tree import Program
-
-#: The convention each decision implements, for the table.
-CONVENTIONS = {
-    "<threads>": "C1 threads",
-    "<top-call>": "C6 top-level call",
-    "<sites>": "C3 sites per thread",
-    "<site>": "C7 nesting",
-    "<region>": "C8 body",
-    "<call-region>": "C9 callee",
-}
-
-_LABELS = {
-    "<threads>": ("1", "2"),
-    "<top-call>": ("absent", "present"),
-    "<sites>": ("1", "2"),
-}
-
-
-def alternative_label(symbol: str, index: int) -> str:
-    if symbol in _LABELS:
-        return _LABELS[symbol][index]
-    return DECISIONS[symbol].alternatives[index].strip("<>").removesuffix("-region")
+from harness.core.grammar import CompiledGrammar, Node
 
 
 def chi2_sf(statistic: float, df: int) -> float:
@@ -58,53 +33,70 @@ def chi2_sf(statistic: float, df: int) -> float:
     return min(1.0, total)
 
 
-@dataclass
 class ChoiceCounts:
-    """Observed counts per decision and alternative."""
+    """Observed counts per weighted nonterminal and alternative."""
 
-    programs: int = 0
-    counts: dict[str, list[int]] = field(
-        default_factory=lambda: {s: [0] * len(d.alternatives) for s, d in DECISIONS.items()}
-    )
+    def __init__(self, grammar: CompiledGrammar) -> None:
+        self.grammar = grammar
+        self.programs = 0
+        self.decisions = grammar.decisions()
+        self.counts: dict[int, list[int]] = {n: [0] * len(grammar.alts[n]) for n in self.decisions}
 
-    def add(self, program: Program) -> None:
+    def add(self, tree: Node) -> None:
         self.programs += 1
         counts = self.counts
-        for decision, _slot, choice in choices_of(program):
-            counts[decision.symbol][choice] += 1
+        stack = [tree]
+        while stack:
+            n, a, kids = stack.pop()
+            row = counts.get(n)
+            if row is not None:
+                row[a] += 1
+            stack.extend(kids)
 
-    def update(self, programs: Iterable[Program]) -> "ChoiceCounts":
-        for program in programs:
-            self.add(program)
+    def update(self, trees: Iterable[Node]) -> "ChoiceCounts":
+        for tree in trees:
+            self.add(tree)
         return self
 
-    def chi_square(self, symbol: str) -> tuple[float, float]:
-        """(statistic, p-value) of the counts against the grammar's weights."""
-        observed = self.counts[symbol]
+    def chi_square(self, n: int) -> tuple[float, float]:
+        """(statistic, p-value) of the counts of nonterminal ``n`` against its weights."""
+        observed = self.counts[n]
         total = sum(observed)
         if total == 0:
             return 0.0, 1.0
-        probabilities = DECISIONS[symbol].probabilities
-        statistic = sum((o - total * p) ** 2 / (total * p) for o, p in zip(observed, probabilities))
-        return statistic, chi2_sf(statistic, len(observed) - 1)
+        pairs = [(o, p) for o, p in zip(observed, self.grammar.probabilities(n)) if p > 0]
+        statistic = sum((o - total * p) ** 2 / (total * p) for o, p in pairs)
+        if len(pairs) < 2:
+            return 0.0, 1.0
+        return statistic, chi2_sf(statistic, len(pairs) - 1)
+
+    def rows(self) -> list[tuple[str, str, float, int, int]]:
+        """(nonterminal, alternative label, expected probability, observed count, total)."""
+        out = []
+        for n in self.decisions:
+            observed = self.counts[n]
+            total = sum(observed)
+            for a, p in enumerate(self.grammar.probabilities(n)):
+                out.append((self.grammar.names[n], self.grammar.label(n, a) or "ε", p, observed[a], total))
+        return out
 
     def table(self) -> str:
-        """A fixed-width table: every choice, its weight, what was observed."""
-        header = ("convention", "choice", "expected", "observed", "count", "chi2 p")
+        """A fixed-width table: every weighted choice, its weight, what was observed."""
+        header = ("nonterminal", "alternative", "expected", "observed", "count", "chi2 p")
         rows = []
-        for symbol, decision in DECISIONS.items():
-            observed = self.counts[symbol]
+        for n in self.decisions:
+            observed = self.counts[n]
             total = sum(observed) or 1
-            _, p_value = self.chi_square(symbol)
-            for index, probability in enumerate(decision.probabilities):
+            _, p_value = self.chi_square(n)
+            for a, probability in enumerate(self.grammar.probabilities(n)):
                 rows.append(
                     (
-                        CONVENTIONS[symbol] if index == 0 else "",
-                        alternative_label(symbol, index),
+                        self.grammar.names[n] if a == 0 else "",
+                        self.grammar.label(n, a) or "ε",
                         f"{probability:.4f}",
-                        f"{observed[index] / total:.4f}",
-                        str(observed[index]),
-                        f"{p_value:.3f}" if index == 0 else "",
+                        f"{observed[a] / total:.4f}",
+                        str(observed[a]),
+                        f"{p_value:.3f}" if a == 0 else "",
                     )
                 )
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

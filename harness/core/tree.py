@@ -1,130 +1,138 @@
-"""The shape tree: the one representation under generation, mutation and triage.
+"""Derivation trees: the one representation under generation, mutation and triage.
 
-    Program = [Thread, Thread?]            # 1..2 threads (C1)
-    Thread  = (icall: bool, sites: [Site, Site?])
-    Site    = (nesting, body, callee)
+A node is a plain tuple ``(nonterminal id, alternative index, children)``
+with ``children`` a tuple of nodes, one per nonterminal of the chosen
+expansion, in order.  Terminals are not stored (the grammar has them), nor
+are names and counters: the render pass derives them, so no tree can break a
+uniqueness rule.  Tuples are immutable and hashable (caches, deduplication)
+and cheap to build on the fuzzing hot path; equal subtrees may be shared.
 
-Names and counters (``@thread_N``, ``%rN``, ``graph_N``) are not in the tree:
-the renderer derives them from emission order, so no tree can break P16, P17
-or P24.  Trees are immutable named tuples: hashable (caches, deduplication)
-and cheap to build on the fuzzing hot path.
+Paths address nodes: a path is the tuple of child positions from the root.
+This module also converts to and from fuzzingbook's ``(symbol, children)``
+trees, so fuzzingbook's own tools can read ours.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
-from typing import Iterator, NamedTuple
+from typing import Any, Iterator
+
+from harness.core.grammar import CompiledGrammar, CounterRef, Node
+
+Path = tuple[int, ...]
 
 
-class _Choice(IntEnum):
-    """An alternative's index; hashed as the int it is (Enum hashes its name, slowly)."""
-
-    __hash__ = int.__hash__
-
-
-class Nesting(_Choice):
-    """What wraps a site (C7); values index the grammar's ``<site>`` alternatives."""
-
-    NONE = 0
-    IF = 1
-    FOR = 2
+def size(node: Node) -> int:
+    """Number of nodes."""
+    return 1 + sum(size(kid) for kid in node[2])
 
 
-class Body(_Choice):
-    """The region body form (C8); values index the grammar's ``<region>`` alternatives."""
-
-    ARITH = 0
-    MEMORY = 1
-    BRANCH = 2
-    FREEZE = 3
-    LOOP = 4
-    CALL = 5
+def depth(node: Node) -> int:
+    return 1 + max((depth(kid) for kid in node[2]), default=0)
 
 
-class Callee(_Choice):
-    """The call form's callee (C9); only meaningful when the body is ``CALL``."""
-
-    FUNC = 0
-    LLVM = 1
-
-
-class Site(NamedTuple):
-    nesting: Nesting
-    body: Body
-    callee: Callee = Callee.FUNC
+def walk_nodes(node: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
+    """(path, node) in pre-order (emission order)."""
+    stack = [(path, node)]
+    while stack:
+        p, current = stack.pop()
+        yield p, current
+        kids = current[2]
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((p + (i,), kids[i]))
 
 
-class Thread(NamedTuple):
-    icall: bool
-    sites: tuple[Site, ...]
+def node_at(node: Node, path: Path) -> Node:
+    for i in path:
+        node = node[2][i]
+    return node
 
 
-class Program(NamedTuple):
-    threads: tuple[Thread, ...]
+def replace_at(node: Node, path: Path, new: Node) -> Node:
+    """A copy of ``node`` with the subtree at ``path`` replaced (shares the rest)."""
+    if not path:
+        return new
+    i = path[0]
+    kids = node[2]
+    return (node[0], node[1], kids[:i] + (replace_at(kids[i], path[1:], new),) + kids[i + 1:])
 
 
-# Limits of the default profile (C1, C3).
-MAX_THREADS = 2
-MAX_SITES = 2
+def decisions(grammar: CompiledGrammar, node: Node) -> Iterator[tuple[int, int]]:
+    """(nonterminal, alternative) of every node that had a choice, in pre-order."""
+    alts = grammar.alts
+    for _, current in walk_nodes(node):
+        if len(alts[current[0]]) > 1:
+            yield current[0], current[1]
 
 
-def make_site(nesting: int, body: int, callee: int = 0) -> Site:
-    """The canonical site for these choices: a callee only exists for calls."""
-    return SITES[nesting][body][callee if body == Body.CALL else 0]
+def is_valid(grammar: CompiledGrammar, node: Node, symbol: int | None = None) -> bool:
+    """True when ``node`` is a derivation tree of ``grammar`` (from ``symbol``)."""
+    stack = [(grammar.start if symbol is None else symbol, node)]
+    while stack:
+        expected, current = stack.pop()
+        if not (isinstance(current, tuple) and len(current) == 3 and current[0] == expected):
+            return False
+        n, a, kids = current
+        if not (isinstance(a, int) and 0 <= a < len(grammar.alts[n])):
+            return False
+        want = grammar.alts[n][a].kids
+        if not isinstance(kids, tuple) or len(kids) != len(want):
+            return False
+        stack.extend(zip(want, kids))
+    return True
 
 
-def _sites_for(nesting: Nesting, body: Body) -> tuple[Site, Site]:
-    plain = Site(nesting, body, Callee.FUNC)
-    return (plain, Site(nesting, body, Callee.LLVM) if body == Body.CALL else plain)
+def describe(grammar: CompiledGrammar, node: Node) -> str:
+    """A one-line summary: the label of every choice made, nested where a choice holds
+    others, e.g. ``threads=1[top-call=icall sites=1[site=for[region=freeze]]]``."""
+
+    def show(current: Node) -> list[str]:
+        n, a, kids = current
+        inner = [part for kid in kids for part in show(kid)]
+        if len(grammar.alts[n]) == 1:
+            return inner
+        name = grammar.names[n][1:-1]
+        text = f"{name}={grammar.alts[n][a].label or 'ε'}"
+        return [f"{text}[{' '.join(inner)}]" if inner else text]
+
+    return " ".join(show(node))
 
 
-# Every site variant, built once: SITES[nesting][body][callee].  Non-call bodies
-# share one object for both callees, so equal sites are identical.
-SITES: tuple[tuple[tuple[Site, Site], ...], ...] = tuple(
-    tuple(_sites_for(n, b) for b in Body) for n in Nesting
-)
+# ------------------------------------------------------ fuzzingbook trees
 
-#: The 21 distinct site variants (3 nestings x (5 bodies + 2 callees)).
-ALL_SITES: tuple[Site, ...] = tuple(
-    dict.fromkeys(site for per_nesting in SITES for per_body in per_nesting for site in per_body)
-)
-
-#: The smallest program of the shape: what an empty choice sequence decodes to.
-MINIMAL_PROGRAM = Program((Thread(False, (ALL_SITES[0],)),))
+FuzzingbookTree = tuple[str, Any]
 
 
-def iter_sites(program: Program) -> Iterator[tuple[int, int, Site]]:
-    """(thread index, site index, site) in emission order."""
-    for t, thread in enumerate(program.threads):
-        for s, site in enumerate(thread.sites):
-            yield t, s, site
+def to_fuzzingbook(grammar: CompiledGrammar, node: Node) -> FuzzingbookTree:
+    """fuzzingbook's ``(symbol, children)`` tree; terminals as written in the grammar
+    (with ``$NAME`` placeholders unfilled)."""
+    n, a, kids = node
+    alt = grammar.alts[n][a]
+    children: list = []
+    for part in alt.parts:
+        if isinstance(part, int):
+            children.append(to_fuzzingbook(grammar, kids[part]))
+        else:
+            text = "$" + part if isinstance(part, CounterRef) else part
+            if children and isinstance(children[-1][0], str) and children[-1][1] == [] \
+                    and not children[-1][0].startswith("<"):
+                children[-1] = (children[-1][0] + text, [])
+            else:
+                children.append((text, []))
+    return (grammar.names[n], children)
 
 
-def site_count(program: Program) -> int:
-    return sum(len(thread.sites) for thread in program.threads)
-
-
-def is_in_profile(program: Program) -> bool:
-    """True when the tree is inside the default profile's limits (C1, C3)."""
-    return 1 <= len(program.threads) <= MAX_THREADS and all(
-        1 <= len(thread.sites) <= MAX_SITES
-        and all(site == make_site(*site) for site in thread.sites)
-        for thread in program.threads
-    )
-
-
-def describe(program: Program) -> str:
-    """A one-line human summary, e.g. ``t0[icall; for:freeze, arith] t1[if:call/llvm]``."""
-    parts = []
-    for t, thread in enumerate(program.threads):
-        sites = []
-        for site in thread.sites:
-            text = site.body.name.lower()
-            if site.body == Body.CALL:
-                text += "/" + site.callee.name.lower()
-            if site.nesting != Nesting.NONE:
-                text = site.nesting.name.lower() + ":" + text
-            sites.append(text)
-        prefix = "icall; " if thread.icall else ""
-        parts.append(f"t{t}[{prefix}{', '.join(sites)}]")
-    return " ".join(parts)
+def from_fuzzingbook(grammar: CompiledGrammar, tree: FuzzingbookTree) -> Node:
+    """Our tree for a fuzzingbook derivation tree of the same grammar."""
+    symbol, children = tree
+    n = grammar.ids[symbol]
+    kids = tuple(from_fuzzingbook(grammar, child) for child in children or ()
+                 if child[0] in grammar.ids and child[1] is not None)
+    kid_ids = tuple(kid[0] for kid in kids)
+    text = "".join(child[0] for child in children or ())
+    candidates = [a for a, alt in enumerate(grammar.alts[n]) if alt.kids == kid_ids]
+    if len(candidates) > 1:  # same nonterminals: tell them apart by the expansion text
+        exact = [a for a in candidates if grammar.alts[n][a].text == text]
+        candidates = exact or candidates
+    if not candidates:
+        raise ValueError(f"{symbol}: no alternative has the children {[c[0] for c in children or ()]}")
+    return (n, candidates[0], kids)

@@ -4,9 +4,10 @@ The campaign runs ``fuzz_targets/loom_opt_fuzzer.py`` (or, for ``--self``,
 ``fuzz_targets/grammar_fuzzer.py``) as a subprocess of the current Python,
 streams libFuzzer's output, and prints a summary at the end.  It
 
-* seeds an empty corpus folder with encoded programs covering every site
-  variant (:func:`seed_corpus`), and warns about corpus entries it cannot read
-  or that are not canonical encodings (:func:`inspect_corpus`);
+* seeds an empty corpus folder with encoded programs that together cover
+  every alternative of the grammar and every parent/child pair of choices
+  (k-path coverage, :func:`seed_corpus`), and warns about corpus entries it
+  cannot read or that are not canonical encodings (:func:`inspect_corpus`);
 * translates its options into libFuzzer flags (:func:`libfuzzer_flags`):
   ``--time S`` -> ``-max_total_time=S``; ``--runs N`` -> ``-atheris_runs=N``
   (``-runs=N`` in fork mode, where the parent counts the workers' runs);
@@ -75,6 +76,8 @@ OPTION_ENV: dict[str, str] = {
     "artifacts": "LOOMFUZZ_ARTIFACTS",
     "coverage": "LOOMFUZZ_COVERAGE",
     "grammar-features": "LOOMFUZZ_GRAMMAR_FEATURES",
+    "grammar": "LOOMFUZZ_GRAMMAR",
+    "profile": "LOOMFUZZ_PROFILE",
 }
 
 #: The line the fuzz target scripts print at exit (parsed by the campaign).
@@ -88,7 +91,6 @@ _STATUS = re.compile(r"^#(\d+)\s+(?:INITED|NEW|REDUCE|pulse|RELOAD|DONE)\b")
 _DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
 _STAT_RUNS = re.compile(r"^stat::number_of_executed_units: (\d+)")
 
-MAX_INPUT = 17  # harness.core.choices.SLOT_COUNT, without importing it here
 LIBFUZZER_INTERRUPTED = 72  # libFuzzer's -interrupt_exitcode default
 
 
@@ -227,39 +229,40 @@ def child_env(base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
 # -------------------------------------------------------------------- corpus
 
 
-def seed_programs(count: int = 48, seed: int = 0) -> list[bytes]:
-    """Encoded programs for an empty corpus: every site variant once (alone,
-    wrapped in each thread position), then programs drawn from the PCFG."""
+def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_000) -> list[bytes]:
+    """Encoded programs for an empty corpus: trees drawn from the PCFG (``seed``),
+    each kept when it adds a k-path feature not seen yet, until the grammar's
+    features are covered or ``draws`` trees were tried; then more drawn trees
+    up to ``count``."""
     from harness.core.codec import encode
-    from harness.core.engine import generate
-    from harness.core.tree import ALL_SITES, Program, Thread
+    from harness.core.features import KPathFeatures
+    from harness.core.walk import random_trees
 
-    programs = []
-    for index, site in enumerate(ALL_SITES):
-        icall = bool(index % 2)
-        if index % 3 == 2:  # some in the second thread of two
-            programs.append(Program((Thread(icall, (ALL_SITES[0],)), Thread(not icall, (site,)))))
-        else:
-            programs.append(Program((Thread(icall, (site,)),)))
-    for program in generate("fast", seed):
-        if len(programs) >= max(count, len(ALL_SITES)):
+    features = KPathFeatures(grammar)
+    covered: set[int] = set()
+    out: list[bytes] = []
+    seen: set[bytes] = set()
+    for drawn, tree in enumerate(random_trees(grammar, seed)):
+        exploring = len(covered) < len(features) and drawn < draws
+        if not exploring and len(out) >= count:
             break
-        programs.append(program)
-    out, seen = [], set()
-    for program in programs:
-        data = encode(program) or b"\0"  # libFuzzer skips empty files
+        new = features.of(tree) - covered
+        if not new and exploring:
+            continue
+        covered |= new
+        data = encode(tree, grammar) or b"\0"  # libFuzzer skips empty files
         if data not in seen:
             seen.add(data)
             out.append(data)
     return out
 
 
-def seed_corpus(corpus: Path, count: int = 48, seed: int = 0) -> int:
+def seed_corpus(corpus: Path, grammar, count: int = 48, seed: int = 0) -> int:
     """Write :func:`seed_programs` into ``corpus`` (named by SHA-1, as libFuzzer
     names its files); returns how many files were written."""
     corpus.mkdir(parents=True, exist_ok=True)
     written = 0
-    for data in seed_programs(count, seed):
+    for data in seed_programs(grammar, count, seed):
         path = corpus / hashlib.sha1(data).hexdigest()
         if not path.exists():
             path.write_bytes(data)
@@ -283,9 +286,11 @@ def _corpus_entries(corpus: Path) -> list[Path]:
     return entries
 
 
-def inspect_corpus(corpus: Path) -> CorpusReport:
+def inspect_corpus(corpus: Path, grammar) -> CorpusReport:
     """Read every corpus file once: unreadable, empty and non-canonical ones."""
-    from harness.core.codec import decode, encode
+    from harness.core.codec import decode, encode, max_input_length
+
+    limit = max_input_length(grammar)
 
     report = CorpusReport()
     for path in _corpus_entries(corpus):
@@ -294,7 +299,7 @@ def inspect_corpus(corpus: Path) -> CorpusReport:
                 report.unreadable.append((str(path), "not a regular file"))
                 continue
             with open(path, "rb") as handle:
-                data = handle.read(MAX_INPUT + 1)
+                data = handle.read(limit + 1)
         except OSError as error:
             report.unreadable.append((str(path), error.strerror or str(error)))
             continue
@@ -302,7 +307,7 @@ def inspect_corpus(corpus: Path) -> CorpusReport:
             report.empty.append(str(path))
             continue
         report.readable += 1
-        if len(data) > MAX_INPUT or data.rstrip(b"\0") != encode(decode(data)):
+        if len(data) > limit or data.rstrip(b"\0") != encode(decode(data, grammar), grammar).rstrip(b"\0"):
             report.noncanonical.append(str(path))
     return report
 
@@ -330,6 +335,8 @@ class CampaignConfig:
     memory_mb: Optional[int] = None  # 0: no limit
     coverage: str = "none"
     grammar_features: str = "auto"
+    grammar: Optional[str] = None  # a grammar file (--grammar); None: the profile's
+    profile: Optional[str] = None  # a built-in profile (--profile); None: the default
     time: Optional[int] = None
     runs: Optional[int] = None
     jobs: int = 1
@@ -414,6 +421,10 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":
             command.append(f"--grammar-features={config.grammar_features}")
+    if config.grammar:
+        command.append(f"--grammar={os.path.abspath(config.grammar)}")
+    if config.profile:
+        command.append(f"--profile={config.profile}")
     command.append(f"--artifacts={config.artifacts.resolve()}")
     command.extend(libfuzzer_flags(config))
     command.append(str(config.corpus.resolve()))

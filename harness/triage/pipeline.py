@@ -36,8 +36,9 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    the main thread.
 
 4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
-   minimized program yet, from its simplest member, under the predicate
-   "same signature and the checker passes"; a flaky bucket's predicate
+   minimized program yet, from its simplest member, over its derivation tree,
+   under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
+   is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
    retries a candidate until it is confident it does not reproduce.  With
    ``text_reduce``, the minimized text is then reduced line by line (ddmin)
    under "same signature" as an extra.
@@ -66,13 +67,14 @@ from typing import Callable, Iterable, Sequence
 
 from harness.checker import check_text
 from harness.core.codec import decode, encode
-from harness.triage.crashdb import MemberRecord, TriageDB
-from harness.core.reduce import complexity, minimize, reduce_lines
+from harness.core.grammar import CompiledGrammar, Node, default_grammar
 from harness.core.parse import parse, split_programs
+from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import render
+from harness.core.tree import decisions, describe
 from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.signature import Signature, signature_of
-from harness.core.tree import Program, describe, site_count
 
 __all__ = [
     "ARTIFACT_PREFIXES",
@@ -121,9 +123,10 @@ class Input:
     path: str  # the file, or FILE#k for the k-th program of a stream
     file_sha: str  # SHA-256 of the file's bytes (of the chunk's text for a chunk)
     source: str  # "bytes" | "mlir"
-    program: Program | None  # None: not in the shape, triaged as text
+    program: Node | None  # the derivation tree; None: not in the grammar, triaged as text
     text: str  # canonical rendering (program) or the text as given
     not_in_shape: str | None = None
+    grammar: CompiledGrammar | None = None
 
     @property
     def sha(self) -> str:
@@ -137,7 +140,8 @@ class Input:
         """The text the target reads: its rendering of the tree, or the text as given."""
         if self.program is None:
             return self.text
-        return self.text if target.render == "canonical" else render(self.program, target.render)
+        return self.text if target.render == "canonical" else render(self.program, self.grammar,
+                                                                       target.render)
 
 
 @dataclass
@@ -150,16 +154,18 @@ def _is_artifact(name: str) -> bool:
     return name.startswith(ARTIFACT_PREFIXES) and not name.endswith(_NOT_ARTIFACT_SUFFIXES)
 
 
-def load_input_file(path: Path, display: str | None = None) -> list[Input]:
+def load_input_file(path: Path, display: str | None = None,
+                    grammar: CompiledGrammar | None = None) -> list[Input]:
     """The inputs one file holds (one, or one per program of a ``// -----`` stream)."""
     display = display or str(path)
+    grammar = grammar or default_grammar()
     try:
         data = path.read_bytes()
     except OSError as e:
         raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
     if path.suffix != ".mlir":
-        program = decode(data)
-        return [Input(display, _sha(data), "bytes", program, render(program))]
+        program = decode(data, grammar)
+        return [Input(display, _sha(data), "bytes", program, render(program, grammar), None, grammar)]
     text = data.decode("utf-8", errors="replace")
     chunks = split_programs(text)
     if len(chunks) > 1:
@@ -168,15 +174,17 @@ def load_input_file(path: Path, display: str | None = None) -> list[Input]:
     for k, chunk in enumerate(chunks, 1):
         name = display if len(chunks) == 1 else f"{display}#{k}"
         file_sha = _sha(data) if len(chunks) == 1 else _sha(chunk)
-        parsed = parse(chunk)
-        if parsed.program is not None:
-            inputs.append(Input(name, file_sha, "mlir", parsed.program, render(parsed.program)))
+        parsed = parse(chunk, grammar)
+        if parsed.tree is not None:
+            inputs.append(Input(name, file_sha, "mlir", parsed.tree, render(parsed.tree, grammar),
+                                None, grammar))
         else:
-            inputs.append(Input(name, file_sha, "mlir", None, chunk, parsed.reason))
+            inputs.append(Input(name, file_sha, "mlir", None, chunk, parsed.reason, grammar))
     return inputs
 
 
-def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = ()) -> Collection:
+def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
+                   grammar: CompiledGrammar | None = None) -> Collection:
     """Every input under ``paths`` (files as given, folders scanned); raises InputError."""
     excluded = {os.path.realpath(p) for p in exclude}
     out = Collection()
@@ -189,7 +197,7 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = ()) -> Coll
             real = os.path.realpath(p)
             if real not in seen_files:
                 seen_files.add(real)
-                out.inputs.extend(load_input_file(p, given))
+                out.inputs.extend(load_input_file(p, given, grammar))
             continue
         if not p.is_dir():
             raise InputError(f"{given}: not a file or a folder")
@@ -218,7 +226,7 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = ()) -> Coll
                     continue
                 if _is_artifact(name) or suffix == ".mlir":
                     seen_files.add(real)
-                    out.inputs.extend(load_input_file(full))
+                    out.inputs.extend(load_input_file(full, grammar=grammar))
                 else:
                     out.skipped.append((str(full), "not a fuzz artifact or .mlir file"))
     return out
@@ -275,9 +283,13 @@ def reproduce(target: Target, text: str, repeat: int) -> Reproduction:
 
 class Interesting:
     """The minimization predicate: the candidate gives ``signature`` (within
-    ``attempts`` runs) and, for trees, its canonical rendering passes the checker."""
+    ``attempts`` runs) and, for trees of a grammar whose contract is P1-P24, its
+    canonical rendering passes the independent checker."""
 
-    def __init__(self, target: Target, signature: str, attempts: int = 1) -> None:
+    def __init__(self, target: Target, signature: str, attempts: int = 1,
+                 grammar: CompiledGrammar | None = None) -> None:
+        self.grammar = grammar or default_grammar()
+        self.check_contract = self.grammar.meta.get("CONTRACT") == "P1-P24"
         self.target = target
         self.signature = signature
         self.attempts = max(1, attempts)
@@ -295,12 +307,14 @@ class Interesting:
                 return True
         return False
 
-    def program(self, program: Program) -> bool:
-        canonical = render(program)
-        if check_text(canonical):
+    def program(self, program: Node) -> bool:
+        canonical = render(program, self.grammar)
+        if self.check_contract and check_text(canonical):
             self.rejected_by_checker += 1
             return False
-        return self.text(canonical if self.target.render == "canonical" else render(program, self.target.render))
+        if self.target.render == "canonical":
+            return self.text(canonical)
+        return self.text(render(program, self.grammar, self.target.render))
 
 
 def attempts_for(hits: int, attempts: int) -> int:
@@ -326,6 +340,7 @@ class TriageConfig:
     max_minimize_evaluations: int = 400
     max_text_evaluations: int = 1000
     progress: bool = True
+    grammar: CompiledGrammar | None = None  # None: the default profile
 
 
 @dataclass
@@ -348,8 +363,9 @@ class TriageSummary:
     seconds_minimize: float = 0.0  # wall time of minimization (and text reduction)
 
 
-def _target_json(target: Target) -> dict:
+def _target_json(target: Target, grammar: CompiledGrammar) -> dict:
     return {
+        "grammar": grammar.source,
         "name": target.name,
         "argv": list(target.argv),
         "render": target.render,
@@ -372,11 +388,13 @@ def _phase(pool: ThreadPoolExecutor, total: int, desc: str, enabled: bool):
         bar.close()
 
 
-def _tree_fields(program: Program | None) -> dict:
-    """What the database keeps of a program's tree (all None for text)."""
+def _tree_fields(grammar: CompiledGrammar, program: Node | None) -> dict:
+    """What the database keeps of a program's tree (all None for text): its summary,
+    its encoding, and (column ``sites``) the number of choices it makes."""
     if program is None:
         return {"tree": None, "data": None, "sites": None}
-    return {"tree": describe(program), "data": encode(program), "sites": site_count(program)}
+    return {"tree": describe(grammar, program), "data": encode(program, grammar),
+            "sites": sum(1 for _ in decisions(grammar, program))}
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -403,7 +421,7 @@ class _MinimizeJob:
     attempts: int  # runs the predicate allows a candidate (1 unless flaky)
     verify: int  # runs of the result that decide the bucket's always/sometimes
     representative: int
-    program: Program | None
+    program: Node | None
     text: str
     stderr: str | None
 
@@ -412,7 +430,7 @@ class _MinimizeJob:
 class _MinimizeResult:
     job: _MinimizeJob
     text: str
-    program: Program | None
+    program: Node | None
     runs: int
     evaluations: int
     seconds: float
@@ -422,13 +440,14 @@ class _MinimizeResult:
     note: str | None
 
 
-def _representative(db: TriageDB, bucket_id: int) -> tuple[int, Program | None, str, str | None]:
+def _representative(db: TriageDB, bucket_id: int,
+                    grammar: CompiledGrammar) -> tuple[int, Node | None, str, str | None]:
     """The simplest member: (member id, tree or None, text, stderr)."""
     best = None
     for row in db.members(bucket_id):
         if row["form"] == "tree":
-            program = decode(row["data"])
-            key = (0, complexity(program), row["lines"], row["id"])
+            program = decode(row["data"], grammar)
+            key = (0, sort_key(grammar, program), row["lines"], row["id"])
         else:
             program = None
             key = (1, (), row["lines"], row["id"])
@@ -449,7 +468,8 @@ def _verify(target: Target, text: str, signature: str, runs: int) -> tuple[int, 
     return hits, first
 
 
-def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int) -> _MinimizeResult:
+def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int,
+                  grammar: CompiledGrammar) -> _MinimizeResult:
     """Minimize one bucket's representative, then run the result ``job.verify`` times."""
     if job.program is None:
         hits, outcome = _verify(target, job.text, job.signature, job.verify)
@@ -458,15 +478,15 @@ def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int) -> _M
             "no member is in the shape: the smallest member is kept as text "
             "(use --text-reduce to reduce it line by line)",
         )
-    predicate = Interesting(target, job.signature, job.attempts)
-    result = minimize(job.program, predicate.program, max_evaluations=max_evaluations)
-    text = render(result.program, target.render)
+    predicate = Interesting(target, job.signature, job.attempts, grammar)
+    result = minimize(job.program, grammar, predicate.program, max_evaluations=max_evaluations)
+    text = render(result.tree, grammar, target.render)
     note = f"minimization stopped after {max_evaluations} candidates" if result.exhausted else None
     hits, outcome = _verify(target, text, job.signature, job.verify)
     if outcome is None and predicate.last_hit == text:
         outcome = predicate.last_outcome
     return _MinimizeResult(
-        job, text, result.program, predicate.runs, result.evaluations, result.seconds,
+        job, text, result.tree, predicate.runs, result.evaluations, result.seconds,
         result.steps, outcome, hits, note,
     )
 
@@ -484,10 +504,11 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
     exclude = [config.db_path]
     if config.out_dir:
         exclude.append(config.out_dir)
-    collection = collect_inputs(config.inputs, exclude=exclude)
+    grammar = config.grammar or default_grammar()
+    collection = collect_inputs(config.inputs, exclude=exclude, grammar=grammar)
     db = TriageDB(config.db_path)
     try:
-        run_id, resumed = db.begin_run(_target_json(target), config.repeat)
+        run_id, resumed = db.begin_run(_target_json(target, grammar), config.repeat)
         if resumed:
             log(f"triage: resuming unfinished run {run_id} on {config.db_path}")
 
@@ -506,7 +527,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 known += 1
                 db.record_sighting(run_id, member_id, files)
 
-        target_json = _target_json(target)
+        target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
         def reproduce_one(inp: Input) -> Reproduction:
@@ -519,7 +540,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 record = MemberRecord(
                     sha256=inp.sha,
                     form=inp.form,
-                    **_tree_fields(inp.program),
+                    **_tree_fields(grammar, inp.program),
                     text=inp.text,
                     not_in_shape=inp.not_in_shape,
                     reproduction=rep.reproduction,
@@ -540,7 +561,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         # minimize every bucket that has no minimized program yet
         pending = []
         for bucket in db.unminimized():
-            member_id, program, text, stderr = _representative(db, bucket["id"])
+            member_id, program, text, stderr = _representative(db, bucket["id"], grammar)
             rows = db.members(bucket["id"])
             hits = sum(r["hits"] for r in rows)
             attempts = sum(r["attempts"] for r in rows)
@@ -555,7 +576,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             )
         with _phase(pool, len(pending), "minimize", config.progress) as bar:
             futures = [
-                pool.submit(_minimize_job, job, target, config.max_minimize_evaluations)
+                pool.submit(_minimize_job, job, target, config.max_minimize_evaluations, grammar)
                 for job in pending
             ]
             for future in futures:
@@ -564,7 +585,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     r.job.bucket_id,
                     representative=r.job.representative,
                     text=r.text,
-                    **_tree_fields(r.program),
+                    **_tree_fields(grammar, r.program),
                     in_shape=r.program is not None,
                     stderr=r.outcome.stderr if r.outcome else r.job.stderr,
                     signal=r.outcome.signal if r.outcome else None,
