@@ -1,55 +1,81 @@
-"""Bytes <-> tree: total decoding, exact round trips, local byte changes."""
+"""Bytes <-> tree on the default grammar: total decoding, exact round trips, the
+17-byte layout.  (Every grammar: tests/test_core.py.)"""
 
 from __future__ import annotations
 
 import random
 
-from harness.core.choices import SLOT_COUNT, choices_of
-from harness.core.codec import decode, encode, program_text
+from harness.core.codec import decode, encode
 from harness.core.engine import generate
-from harness.core.render import render
-from harness.core.tree import MINIMAL_PROGRAM, is_in_profile
+from harness.core.grammar import default_grammar
+from harness.core.tree import decisions, walk_nodes
+from shapes import from_shape, from_tree, shape, to_tree
+
+G = default_grammar()
+WIDTH = G.max_bytes  # 17: the whole choice sequence
 
 
-def test_empty_and_short_inputs_decode_to_the_minimal_program():
-    assert decode(b"") == MINIMAL_PROGRAM
-    assert decode(b"\0" * 40) == MINIMAL_PROGRAM
-    assert encode(MINIMAL_PROGRAM) == b""
+def test_empty_and_zero_inputs_decode_to_small_programs():
+    # a missing byte takes the cheapest alternative; byte 0 the first one
+    assert shape(from_tree(decode(b"", G))) == "t0[memory]"
+    assert shape(from_tree(decode(b"\0" * 40, G))) == "t0[arith]"
+    assert encode(decode(b"", G), G) == b""
 
 
 def test_round_trip_on_generated_trees():
-    for program in generate("fast", 3, 20_000):
-        data = encode(program)
-        assert len(data) <= SLOT_COUNT
-        assert decode(data) == program
+    for tree in generate(G, "fast", 3, 20_000):
+        data = encode(tree, G)
+        assert len(data) <= WIDTH
+        assert decode(data, G) == tree
 
 
 def test_random_bytes_decode_within_the_profile():
     rng = random.Random(4)
     for _ in range(20_000):
-        data = rng.randbytes(rng.randrange(0, 40))
-        assert is_in_profile(decode(data))
+        program = from_tree(decode(rng.randbytes(rng.randrange(0, 40)), G))
+        assert 1 <= len(program.threads) <= 2 and all(1 <= len(t.sites) <= 2 for t in program.threads)
 
 
 def test_extra_bytes_are_ignored():
     rng = random.Random(5)
     for _ in range(1000):
-        data = rng.randbytes(SLOT_COUNT)
-        assert decode(data) == decode(data + rng.randbytes(10))
+        data = rng.randbytes(WIDTH)
+        assert decode(data, G) == decode(data + rng.randbytes(10), G)
 
 
-def test_one_changed_byte_changes_at_most_one_decision():
+def _slots(tree) -> dict[int, int]:
+    """byte position -> alternative, read off the layout (widths of the grammar)."""
+    out: dict[int, int] = {}
+
+    def visit(node, position: int) -> None:
+        n, a, kids = node
+        if len(G.alts[n]) > 1:
+            out[position] = a
+            position += 1
+        for kid in kids:
+            visit(kid, position)
+            position += G.width[kid[0]]
+
+    visit(tree, 0)
+    return out
+
+
+def test_byte_k_is_one_decision_whatever_came_before():
     rng = random.Random(6)
     for _ in range(5000):
-        data = bytearray(rng.randbytes(SLOT_COUNT))
-        before = {slot: choice for _, slot, choice in choices_of(decode(bytes(data)))}
-        data[rng.randrange(SLOT_COUNT)] = rng.randrange(256)
-        after = {slot: choice for _, slot, choice in choices_of(decode(bytes(data)))}
+        data = bytearray(rng.randbytes(WIDTH))
+        before = _slots(decode(bytes(data), G))
+        data[rng.randrange(WIDTH)] = rng.randrange(256)
+        after = _slots(decode(bytes(data), G))
         common = before.keys() & after.keys()
-        assert sum(before[s] != after[s] for s in common) <= 1
+        assert sum(before[k] != after[k] for k in common) <= 1
 
 
-def test_program_text_renders_the_decoded_tree():
-    data = bytes([128, 128, 128, 192, 233, 128])
-    assert program_text(data) == render(decode(data))
-    assert program_text(data, "oracle") == render(decode(data), "oracle")
+def test_the_layout_is_the_spec_order():
+    # byte 0: threads; per thread (8 bytes): top-call, sites, 2 x (nesting, body, callee)
+    program = from_shape("t0[icall; for:freeze, arith] t1[if:call/llvm]")
+    slots = _slots(to_tree(program))
+    assert slots == {0: 1, 1: 1, 2: 1, 3: 2, 4: 3, 6: 0, 7: 0, 9: 0, 10: 0, 11: 1, 12: 5, 13: 1}
+    names = [G.names[n] for n, _ in decisions(G, to_tree(program))]
+    assert names[:5] == ["<threads>", "<top-call>", "<sites>", "<site>", "<region>"]
+    assert sum(1 for _ in walk_nodes(to_tree(program))) > 20

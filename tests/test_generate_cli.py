@@ -8,7 +8,10 @@ import sys
 import pytest
 
 from harness.core.engine import generate
+from harness.core.grammar import default_grammar
 from harness.core.render import SPLIT_MARKER, render
+
+G = default_grammar()
 
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]
 
@@ -23,7 +26,7 @@ def test_stdout_stream_is_reproducible_and_split():
     other = loomfuzz("generate", "-n", "50", "--seed", "4")
     assert first.returncode == 0 and first.stdout == second.stdout != other.stdout
     chunks = first.stdout.split(SPLIT_MARKER)
-    assert chunks == [render(p) for p in generate("fast", 3, 50)]
+    assert chunks == [render(p, G) for p in generate(G, "fast", 3, 50)]
 
 
 def test_folder_output_has_stable_sortable_names(tmp_path):
@@ -31,15 +34,15 @@ def test_folder_output_has_stable_sortable_names(tmp_path):
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [f"program-{i:06d}.mlir" for i in range(12)]
-    expected = [render(p, "oracle") for p in generate("fast", 8, 12)]
+    expected = [render(p, G, "oracle") for p in generate(G, "fast", 8, 12)]
     assert [(tmp_path / n).read_text() for n in names] == expected
 
 
 def test_stats_table_lists_every_choice(tmp_path):
     result = loomfuzz("generate", "-n", "400", "--stats", "-o", str(tmp_path), "--no-progress")
     assert result.returncode == 0
-    for label in ("C1 threads", "C6 top-level call", "C3 sites per thread", "C7 nesting", "C8 body",
-                  "C9 callee", "for-wrapped", "llvm-call", "0.0909"):
+    for label in ("<threads>", "<top-call>", "icall", "<sites>", "<site>", "for", "<region>",
+                  "freeze", "<call-region>", "llvm", "0.0909", "chi2 p"):
         assert label in result.stdout
     assert result.stdout.startswith("400 programs")
 
@@ -56,7 +59,7 @@ def test_fuzzingbook_engine_through_the_cli():
         (["-n", "-3"], "must be 0 or more"),
         (["-n", "many"], "not a whole number"),
         (["--engine", "afl"], "invalid choice: 'afl'"),
-        (["--render", "pretty"], "invalid choice: 'pretty'"),
+        (["--render", "pretty"], "--render pretty: the grammar has the renderings canonical, oracle"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(args, message):

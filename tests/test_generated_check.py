@@ -13,24 +13,27 @@ import pytest
 
 from harness.checker import check_text
 from harness.core.engine import generate
+from harness.core.grammar import default_grammar
 from harness.core.render import render
+
+G = default_grammar()
 
 
 def assert_all_pass(programs) -> int:
     distinct = set(programs)
     for program in distinct:
-        violations = check_text(render(program), conventions=True)
+        violations = check_text(render(program, G), conventions=True)
         assert violations == [], (program, [v.format("<generated>") for v in violations])
     return len(distinct)
 
 
 @pytest.mark.slow
 def test_ten_thousand_fast_programs_pass_the_checker():
-    assert assert_all_pass(generate("fast", 77, 10_000)) > 5_000
+    assert assert_all_pass(generate(G, "fast", 77, 10_000)) > 5_000
 
 
 def test_fuzzingbook_programs_pass_the_checker():
-    assert_all_pass(generate("fuzzingbook", 78, 300))
+    assert_all_pass(generate(G, "fuzzingbook", 78, 300))
 
 
 def test_generate_stream_passes_loomfuzz_check():

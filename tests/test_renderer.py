@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from harness.core.engine import generate
-from harness.core.render import SPLIT_MARKER, render, render_stream
-from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
+from harness.core.grammar import default_grammar
+from harness.core.render import SPLIT_MARKER, render_stream
+from harness.core.render import render as render_tree
+from shapes import Body, Callee, Nesting, Program, Thread, make_site, to_tree
+
+G = default_grammar()
+
+
+def render(program, style: str = "canonical") -> str:
+    tree = to_tree(program) if isinstance(program, Program) else program
+    return render_tree(tree, G, style)
 
 # Copied verbatim from ../shared/spec/program-shape.md: the canonical program,
 # and the four other value-producing forms as the fourth site (%r3, graph_3).
@@ -65,14 +74,14 @@ def test_counters_follow_emission_order_across_threads():
 
 
 def test_stream_separates_programs_for_split_input_file():
-    programs = list(generate("fast", 3, 5))
-    stream = "".join(render_stream(programs))
+    programs = list(generate(G, "fast", 3, 5))
+    stream = "".join(render_stream(programs, G))
     assert stream.split(SPLIT_MARKER) == [render(p) for p in programs]
 
 
 def test_oracle_rendering_is_accepted_by_mlir_opt(mlir_opt):
-    programs = list(generate("fast", 11, 600))
-    stream = "".join(render_stream(programs, "oracle"))
+    programs = list(generate(G, "fast", 11, 600))
+    stream = "".join(render_stream(programs, G, "oracle"))
     result = subprocess.run(
         [mlir_opt, "--allow-unregistered-dialect", "--split-input-file", "-o", "/dev/null"],
         input=stream, capture_output=True, text=True, timeout=120,

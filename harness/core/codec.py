@@ -156,6 +156,26 @@ def _encoder(grammar: CompiledGrammar):
     return encode_tree
 
 
+def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:
+    """``encoding`` spelt with at least one byte (libFuzzer skips empty inputs and
+    reads an empty mutation as a failure): the empty one becomes the byte that
+    means what a missing byte means for the first choice."""
+    if encoding:
+        return encoding
+    for n, _ in _decisions(grammar, tree):
+        return bytes([grammar.smallest_byte[n][grammar.cheapest[n]]])
+    return b"\0"
+
+
+def _decisions(grammar: CompiledGrammar, tree: Node):
+    stack = [tree]
+    while stack:
+        n, a, kids = stack.pop()
+        if len(grammar.alts[n]) > 1:
+            yield n, a
+        stack.extend(reversed(kids))
+
+
 def max_input_length(grammar: CompiledGrammar, budget: int = 4096) -> int:
     """The longest input worth giving the fuzzer: the whole layout of a finite grammar,
     ``budget`` bytes for a recursive one."""

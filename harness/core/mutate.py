@@ -33,12 +33,19 @@ layout this is a structural crossover on finite grammars).
 
 An operator that does not apply, or whose output equals the input or does not
 fit ``max_size``, is replaced by another, up to :data:`MAX_ATTEMPTS` times;
-then the input is returned truncated to ``max_size`` (any prefix decodes).
-An output is never empty (libFuzzer reads that as a failed mutation).
+then every node is tried with every other alternative (``fallback_switch``),
+so the output differs whenever any program within ``max_size`` does; only
+then is the input returned truncated to ``max_size`` (any prefix decodes;
+counted ``unchanged``).  A crossover with nothing to take from the second
+parent is a mutation of the first.  An output is never empty (libFuzzer
+reads that as a failed mutation): the program whose encoding is empty is
+spelt with one byte (:func:`harness.core.codec.nonempty`).
 
 Determinism: all choices come from one small 64-bit generator keyed by the
 seed and the input bytes; the same ``(data, max_size, seed)`` gives the same
-output (with the pure-Python byte mutation).  Regenerated parts follow the
+output (with the pure-Python byte mutation) from mutators that have seen the
+same inputs before (``replace_from_pool`` draws from the subtrees of earlier
+inputs; every other operator depends on the call alone).  Regenerated parts follow the
 grammar's weights (:class:`harness.core.walk.RandomModel`).  :attr:`Mutator.counts`
 counts every applied operator.
 """
@@ -50,9 +57,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 from zlib import crc32
 
-from harness.core.codec import decode, encode
+from harness.core.codec import decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import Path, depth, node_at, replace_at
+from harness.core.tree import Path, depth, node_at, replace_at, smallest_tree
 from harness.core.walk import RandomModel, walker
 
 __all__ = [
@@ -412,9 +419,10 @@ class Mutator:
         if new is None or new is tree:
             return None
         out = encode(new, self.grammar)
-        if len(out) > max_size or out == original:
+        if out == original:
             return None
-        return out
+        out = nonempty(out, new, self.grammar)
+        return out if len(out) <= max_size else None
 
     def mutate(self, data: bytes, max_size: int, seed: int) -> bytes:
         self.rng.seed(seed ^ crc32(data))
@@ -431,9 +439,34 @@ class Mutator:
                 out = self._fit(tree, getattr(self, name)(tree), original, max_size)
             if out is not None:
                 self.counts[name] += 1
-                return out or b"\0"
+                return out
+        out = self._any_change(tree, original, max_size)
+        if out is not None:
+            self.counts["fallback_switch"] += 1
+            return out
         self.counts["unchanged"] += 1
-        return data[:max_size] or b"\0"
+        return data[:max_size] or nonempty(b"", tree, self.grammar)[:max_size]
+
+    def _any_change(self, tree: Node, original: bytes, max_size: int) -> Optional[bytes]:
+        """The last resort when the drawn operators all failed: some node switched to
+        another alternative (children kept, the rest drawn, else their smallest
+        derivations, which encode shortest), tried in random order."""
+        g = self.grammar
+        nodes = [(p, node) for p, node in self._nodes(tree) if len(g.alts[node[0]]) > 1]
+        start = self.rng.below(len(nodes)) if nodes else 0
+        for k in range(len(nodes)):
+            path, (n, a, kids) = nodes[(start + k) % len(nodes)]
+            for b in range(len(g.alts[n])):
+                if b == a:
+                    continue
+                for fill in (self._regenerate, lambda k, d: smallest_tree(g, k)):
+                    new = (n, b, self._refill(kids, g.alts[n][b].kids, len(path) + 1, fill=fill))
+                    if not self._fits_depth(tree, path, new):
+                        continue
+                    out = self._fit(tree, replace_at(tree, path, new), original, max_size)
+                    if out is not None:
+                        return out
+        return None
 
     def crossover(self, data1: bytes, data2: bytes, max_out_size: int, seed: int) -> bytes:
         self.rng.seed(seed ^ crc32(data1) ^ (crc32(data2) << 1))
@@ -447,9 +480,9 @@ class Mutator:
             out = self._fit(a, new, original, max_out_size)
             if out is not None:
                 self.counts[name] += 1
-                return out or b"\0"
-        self.counts["unchanged"] += 1
-        return data1[:max_out_size] or b"\0"
+                return out
+        # nothing to take from the other parent (identical, or nothing fits): a mutation
+        return self.mutate(data1, max_out_size, seed)
 
     def splice(self, a: Node, b: Node) -> Optional[Node]:
         """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``."""

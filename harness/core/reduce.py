@@ -32,15 +32,9 @@ from typing import Callable, Iterator
 
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.mutate import Repetitions
-from harness.core.tree import Path, node_at, replace_at, walk_nodes
+from harness.core.tree import Path, node_at, replace_at, smallest_tree, walk_nodes
 
-__all__ = ["LineReduction", "Minimization", "minimize", "reduce_lines", "smallest_tree", "sort_key"]
-
-
-def smallest_tree(grammar: CompiledGrammar, n: int) -> Node:
-    """The derivation of ``n`` with the fewest nodes."""
-    a = grammar.cheapest[n]
-    return (n, a, tuple(smallest_tree(grammar, k) for k in grammar.alts[n][a].kids))
+__all__ = ["LineReduction", "Minimization", "minimize", "reduce_lines", "sort_key"]
 
 
 def _ranks(grammar: CompiledGrammar) -> list[tuple[int, ...]]:

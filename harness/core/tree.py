@@ -56,6 +56,14 @@ def replace_at(node: Node, path: Path, new: Node) -> Node:
     return (node[0], node[1], kids[:i] + (replace_at(kids[i], path[1:], new),) + kids[i + 1:])
 
 
+def smallest_tree(grammar: CompiledGrammar, n: int) -> Node:
+    """The derivation of ``n`` with the fewest nodes (what an exhausted input decodes to)."""
+    a = grammar.cheapest[n]
+    node = (n, a, tuple(smallest_tree(grammar, k) for k in grammar.alts[n][a].kids))
+    table = grammar.tables[n]
+    return table.trees[table.index[node]] if table is not None else node
+
+
 def decisions(grammar: CompiledGrammar, node: Node) -> Iterator[tuple[int, int]]:
     """(nonterminal, alternative) of every node that had a choice, in pre-order."""
     alts = grammar.alts

@@ -234,7 +234,7 @@ def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_00
     each kept when it adds a k-path feature not seen yet, until the grammar's
     features are covered or ``draws`` trees were tried; then more drawn trees
     up to ``count``."""
-    from harness.core.codec import encode
+    from harness.core.codec import encode, nonempty
     from harness.core.features import KPathFeatures
     from harness.core.walk import random_trees
 
@@ -250,7 +250,7 @@ def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_00
         if not new and exploring:
             continue
         covered |= new
-        data = encode(tree, grammar) or b"\0"  # libFuzzer skips empty files
+        data = nonempty(encode(tree, grammar), tree, grammar)  # libFuzzer skips empty files
         if data not in seen:
             seen.add(data)
             out.append(data)
