@@ -22,6 +22,23 @@ from harness.core.walk import ReplayModel, walk
 G = default_grammar()
 
 
+def _roomy_grammar():
+    """The default grammar edited to allow up to 4 threads of up to 4 sites (the
+    tests' programs outside the default profile); same terminals, same texts."""
+    import copy
+
+    import grammars.program_shape as shape
+    from harness.core.grammar import compile_grammar
+
+    grammar = copy.deepcopy(shape.GRAMMAR)
+    grammar["<threads>"] = ["<thread>" * k for k in range(1, 5)]
+    grammar["<sites>"] = ["<site>" * k for k in range(1, 5)]
+    return compile_grammar(grammar, shape.START, shape.RENDERINGS)
+
+
+ROOMY = _roomy_grammar()
+
+
 class Nesting(IntEnum):
     NONE = 0
     IF = 1
@@ -76,9 +93,9 @@ def choices(program: Program) -> list[int]:
     return out
 
 
-def to_tree(program: Program):
-    """The derivation tree of the default grammar for ``program``."""
-    return walk(G, ReplayModel(choices(program)))
+def to_tree(program: Program, grammar=G):
+    """The derivation tree of the default grammar (or ``grammar``) for ``program``."""
+    return walk(grammar, ReplayModel(choices(program)))
 
 
 def from_tree(tree) -> Program:
@@ -129,3 +146,29 @@ def from_shape(text: str) -> Program:
 
 def site_count(program: Program) -> int:
     return sum(len(t.sites) for t in program.threads)
+
+
+def render_program(program: Program, style: str = "canonical") -> str:
+    """The program's text in the default grammar's rendering ``style``."""
+    from harness.core.render import render
+
+    return render(to_tree(program, ROOMY), ROOMY, style)
+
+
+def encode_program(program: Program) -> bytes:
+    from harness.core.codec import encode
+
+    return encode(to_tree(program), G)
+
+
+def decode_program(data: bytes) -> Program:
+    from harness.core.codec import decode
+
+    return from_tree(decode(data, G))
+
+
+def random_programs(seed: int, count: int | None = None):
+    from harness.core.walk import random_trees
+
+    for tree in random_trees(G, seed, count):
+        yield from_tree(tree)

@@ -24,10 +24,9 @@ from pathlib import Path
 import pytest
 
 import harness.run.coverage as coverage
-from harness.core.codec import program_text
-from harness.core.render import render
 from harness.run.runner import OutcomeKind, Target, run_program
-from harness.core.tree import Body, Nesting, Program, Thread, make_site
+from shapes import Body, Nesting, Program, Thread, decode_program, encode_program, from_shape, make_site
+from shapes import render_program as render
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -38,7 +37,11 @@ BUILD_SH = ROOT / ".clusterfuzzlite" / "build.sh"
 PYTHON = sys.executable
 
 #: t0[icall; for:loop, if:freeze] t1[call/llvm]: the deep bug (see deep_bug.c)
-DEEP_BUG_INPUT = bytes.fromhex("808080c0ba00808c00000000e980")
+DEEP_BUG_INPUT = encode_program(from_shape("t0[icall; for:loop, if:freeze] t1[call/llvm]"))
+
+
+def program_text(data: bytes) -> str:
+    return render(decode_program(data))
 
 # The deep-bug hunt: a fixed libFuzzer seed (runs are deterministic for a
 # seed) and the budget both runs get.  Measured here (benchmarks/

@@ -27,8 +27,7 @@ from harness.run.runner import (
     run_program,
     write_finding,
 )
-from harness.core.render import render as render_program
-from harness.core.tree import Body, Callee, Nesting, Program, Thread, make_site
+from shapes import Body, Callee, Nesting, Program, Thread, make_site, render_program
 
 # ------------------------------------------------------ program text builders
 
