@@ -19,12 +19,14 @@ import pytest
 
 from harness.triage import crashdb
 from harness.checker import check_text
-from harness.core.choices import random_programs
-from harness.core.codec import decode
+from harness.core.grammar import default_grammar
+from harness.core.tree import decisions
+from harness.core.tree import describe as describe_tree
 from harness.triage.crashdb import TriageDB
-from harness.core.reduce import complexity, minimize, reduce_lines, reductions
-from harness.core.parse import normalise, parse, split_programs
-from harness.core.render import SPLIT_MARKER, render
+from harness.core.parse import normalise, split_programs
+from harness.core.parse import parse as parse_text
+from harness.core.reduce import minimize, reduce_lines, sort_key
+from harness.core.render import SPLIT_MARKER
 from harness.run.runner import judge, resolve_target, run_program
 from harness.triage.signature import (
     Signature,
@@ -35,7 +37,29 @@ from harness.triage.signature import (
     signature_of,
     stack_frames,
 )
-from harness.core.tree import Body, Nesting, Program, Thread, describe, make_site
+from shapes import Body, Nesting, Program, Thread, decode_program, from_shape, from_tree, make_site
+from shapes import random_programs, to_tree
+from shapes import render_program as render
+
+G = default_grammar()
+
+
+def describe(program: Program) -> str:
+    """What triage records of a program: the core's summary of its tree."""
+    return describe_tree(G, to_tree(program))
+
+
+def parse(text: str):
+    """(program or None, the parser's answer)."""
+    parsed = parse_text(text, G)
+    return (from_tree(parsed.tree) if parsed.ok else None), parsed
+
+
+def first_differing_line(a: str, b: str) -> int:
+    for number, (x, y) in enumerate(zip(a.splitlines(), b.splitlines()), 1):
+        if x != y:
+            return number
+    return min(len(a.splitlines()), len(b.splitlines())) + 1
 
 from tests.triage_inputs import MINIMAL, expected_bug, make_corpus, run_lit_test, triggers
 
@@ -62,52 +86,59 @@ def triage_args(fake, db, out, *inputs, pass_args=DETERMINISTIC, extra=()):
 def test_parser_round_trips_both_renderings():
     for program in random_programs(11, 400):
         for style in ("canonical", "oracle"):
-            parsed = parse(render(program, style))
-            assert parsed.ok and parsed.program == program and parsed.style == style, describe(program)
+            found, parsed = parse(render(program, style))
+            assert parsed.ok and found == program and parsed.style == style, describe(program)
 
 
 def test_parser_accepts_the_spec_example_and_comment_and_whitespace_noise():
     text = (Path(__file__).parent / "programs" / "canonical.mlir").read_text()
-    parsed = parse(text)
-    assert parsed.ok and describe(parsed.program) == "t0[icall; arith, if:memory] t1[for:branch]"
+    found, parsed = parse(text)
+    assert parsed.ok and found == from_shape("t0[icall; arith, if:memory] t1[for:branch]")
     noisy = "// crash-123: t0[...]\n\n" + "\r\n".join(line + "  " for line in text.split("\n")) + "\n\n\n"
-    assert parse(noisy).program == parsed.program
+    assert parse(noisy)[0] == found
     assert normalise(noisy) == normalise(text)
 
 
 @pytest.mark.parametrize(
     "edit, reason",
     [
-        (lambda t: t.replace("%hi = arith.constant 2", "%hi = arith.constant 3", 1), "differs from the canonical"),
-        (lambda t: t.replace("llvm.freeze %a", "llvm.thaw %a"), "none of the six forms"),
+        (lambda t: t.replace("%hi = arith.constant 2", "%hi = arith.constant 3", 1), "line"),
+        (lambda t: t.replace("llvm.freeze %a", "llvm.thaw %a"), "line"),
         (lambda t: t.replace("  %lo = arith.constant", "\n  %lo = arith.constant", 1), "line"),
-        (lambda t: t + "func.func @extra() {\n}\n", "after the program"),
+        (lambda t: t + "func.func @extra() {\n}\n", "line"),
         (lambda t: "", "empty"),
         (lambda t: t + SPLIT_MARKER + t, "several programs"),
     ],
 )
-def test_parser_rejects_texts_out_of_the_shape_with_a_reason(edit, reason):
+def test_parser_rejects_texts_out_of_the_grammar_with_a_reason(edit, reason):
     program = Program((Thread(True, (make_site(Nesting.FOR, Body.FREEZE), make_site(Nesting.IF, Body.CALL, 1))),))
-    parsed = parse(edit(render(program)))
-    assert parsed.program is None and reason in parsed.reason, parsed.reason
+    original = render(program)
+    edited = edit(original)
+    found, parsed = parse(edited)
+    assert found is None and reason in parsed.reason, parsed.reason
+    if reason == "line":  # the line where the text leaves every program of the grammar
+        assert parsed.reason.startswith(f"line {first_differing_line(original, edited)}: not a program of"), \
+            parsed.reason
 
 
 def test_parser_rejects_programs_outside_the_profile():
     three = Program(tuple(Thread(False, (make_site(0, 0),)) for _ in range(3)))
-    parsed = parse(render(three))
-    assert parsed.program is None and "3 threads" in parsed.reason
+    text = render(three)
+    found, parsed = parse(text)
+    third = next(n for n, line in enumerate(text.splitlines(), 1) if "@thread_2" in line)
+    assert found is None and parsed.reason.startswith(f"line {third}:"), parsed.reason
 
 
 def test_split_programs():
     a, b = MINIMAL["assert"], MINIMAL["segv"]
     chunks = split_programs("".join(render_stream_pair(a, b)))
-    assert [parse(c).program for c in chunks] == [a, b]
+    assert [parse(c)[0] for c in chunks] == [a, b]
 
 
 def render_stream_pair(a, b):
     from harness.core.render import render_stream
 
-    return render_stream([a, b])
+    return render_stream([to_tree(a), to_tree(b)], G)
 
 
 # =============================================================== signatures
@@ -243,9 +274,9 @@ def test_same_bug_through_different_programs_same_signature_and_bugs_differ(fake
 
 
 def _model(bug):
-    def interesting(program):
+    def interesting(tree):
         try:
-            return expected_bug(program, ("assert", "segv", "fatal")) == bug
+            return expected_bug(from_tree(tree), ("assert", "segv", "fatal")) == bug
         except ValueError:
             return False
 
@@ -265,21 +296,32 @@ def test_minimize_reaches_the_smallest_program_and_never_tests_twice():
             asked.append(p)
             return model(p)
 
-        result = minimize(program, predicate)
-        assert result.program == MINIMAL[bug], (describe(program), describe(result.program))
+        result = minimize(to_tree(program), G, predicate)
+        assert from_tree(result.tree) == MINIMAL[bug], (describe(program), describe_tree(G, result.tree))
         assert len(asked) == len(set(asked)) == result.evaluations
-        assert program not in asked
+        assert to_tree(program) not in asked
         seen.append(result.evaluations)
     assert len(seen) > 100
     assert sorted(seen)[len(seen) // 2] <= 10
 
 
 def test_minimize_respects_the_budget_and_every_candidate_is_checker_valid():
+    from harness.core.render import render as render_tree
+
     program = Program((Thread(True, (make_site(2, 2), make_site(1, 5, 1))), Thread(True, (make_site(2, 3), make_site(1, 4)))))
-    for _, candidate in reductions(program):
-        assert check_text(render(candidate)) == []
-        assert complexity(candidate) < complexity(program)
-    result = minimize(program, _model("assert"), max_evaluations=2)
+    tree = to_tree(program)
+    asked = []
+
+    def predicate(candidate):
+        asked.append(candidate)
+        return _model("assert")(candidate)
+
+    result = minimize(tree, G, predicate)
+    assert from_tree(result.tree) == MINIMAL["assert"]
+    for candidate in asked:
+        assert check_text(render_tree(candidate, G)) == []
+        assert sort_key(G, candidate) < sort_key(G, tree)
+    result = minimize(tree, G, _model("assert"), max_evaluations=2)
     assert result.exhausted and result.evaluations == 2
 
 
@@ -401,8 +443,9 @@ def test_minimized_programs_are_the_smallest_and_pass_the_checker(triaged):
     for b in triaged["report"]["buckets"]:
         bug = _bug_of_bucket(b)
         m = b["minimized"]
-        assert m["in_shape"] and m["tree"] == describe(MINIMAL[bug]) and m["sites"] == 1
-        assert decode(bytes.fromhex(m["bytes"])) == MINIMAL[bug]
+        assert m["in_shape"] and m["tree"] == describe(MINIMAL[bug])
+        assert m["sites"] == sum(1 for _ in decisions(G, to_tree(MINIMAL[bug])))  # choices made
+        assert decode_program(bytes.fromhex(m["bytes"])) == MINIMAL[bug]
         text = (out / m["path"]).read_text()
         assert text == render(MINIMAL[bug])
         assert check_text(text) == []
@@ -546,7 +589,7 @@ def test_flaky_inputs_are_reported_as_flaky(tmp_path, fake_loom_opt):
             flaky.append(program)
         if len(flaky) == 5:
             break
-    from harness.core.codec import encode
+    from shapes import encode_program as encode
 
     for k, program in enumerate(flaky):
         (fuzz / f"crash-flaky{k}").write_bytes(encode(program))
@@ -573,13 +616,13 @@ def test_text_reduce(tmp_path, fake_loom_opt):
     proc = loomfuzz(*triage_args(fake_loom_opt, db, out, fuzz, extra=["--text-reduce"]))
     assert proc.returncode == 0, proc.stderr
     (bucket,) = json.loads((out / "report.json").read_text())["buckets"]
-    assert bucket["minimized"]["tree"] == "t0[for:freeze]"
+    assert bucket["minimized"]["tree"] == describe(from_shape("t0[for:freeze]"))
     reduced = (out / bucket["text_reduced"]["path"]).read_text()
     assert bucket["text_reduced"]["lines"] == len(reduced.splitlines()) < bucket["minimized"]["lines"]
     target = resolve_target("loom-opt", loom_opt=fake_loom_opt, pass_args=DETERMINISTIC.split())
     outcome = run_program(target, reduced)
     assert signature_of(judge(target, reduced, outcome)).key == bucket["signature"]
-    assert parse(reduced).program is None  # the grammar cannot express it
+    assert parse(reduced)[0] is None  # the grammar cannot express it
 
 
 # ====================================================================== CLI
@@ -593,13 +636,13 @@ def test_cli_list_show_mark_report(triaged, tmp_path):
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0].split() == ["ID", "STATUS", "KIND", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]
-    assert len(lines) == 1 + 3 + 1 and "t0[for:freeze]" in listed.stdout
+    assert len(lines) == 1 + 3 + 1 and describe(from_shape("t0[for:freeze]")) in listed.stdout
     assert "3 bucket(s)" in lines[-1]
     bucket = next(b for b in triaged["report"]["buckets"] if b["type"] == "SIGSEGV")
     shown = loomfuzz("triage", "show", bucket["id"], "--db", db)
     assert shown.returncode == 0, shown.stderr
     assert f"signature:    {bucket['signature']}" in shown.stdout
-    assert "t0[if:memory]" in shown.stdout and "memref.store %payload" in shown.stdout
+    assert describe(from_shape("t0[if:memory]")) in shown.stdout and "memref.store %payload" in shown.stdout
     assert len([line for line in shown.stdout.splitlines() if line.startswith(tuple("0123456789"))]) == bucket["members"]
     marked = loomfuzz("triage", "mark", f"bucket-{bucket['id']}", "fixed", "--db", db)
     assert marked.returncode == 0 and "fixed" in loomfuzz("triage", "show", bucket["id"], "--db", db).stdout
@@ -646,17 +689,17 @@ def test_cli_errors_are_one_line_and_lose_nothing(triaged, fake_loom_opt, tmp_pa
 def test_cli_run_word_triages_a_folder_named_list(tmp_path, fake_loom_opt):
     folder = tmp_path / "list"
     folder.mkdir()
-    from harness.core.codec import encode
+    from shapes import encode_program as encode
 
     (folder / "crash-1").write_bytes(encode(MINIMAL["fatal"]))
     proc = loomfuzz(*triage_args(fake_loom_opt, "t.db", "out", "run", "list"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert [b["minimized"]["tree"] for b in report["buckets"]] == ["t0[if:loop]"]
+    assert [b["minimized"]["tree"] for b in report["buckets"]] == [describe(from_shape("t0[if:loop]"))]
 
 
 def test_database_defaults_to_beside_the_report(tmp_path, fake_loom_opt):
-    from harness.core.codec import encode
+    from shapes import encode_program as encode
 
     (tmp_path / "crash-1").write_bytes(encode(MINIMAL["segv"]))
     proc = loomfuzz("triage", "--loom-opt", fake_loom_opt, "--out", "reports", "--no-progress", "crash-1",
@@ -664,11 +707,11 @@ def test_database_defaults_to_beside_the_report(tmp_path, fake_loom_opt):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "reports" / "triage.db").is_file() and not (tmp_path / "triage.db").exists()
     listed = loomfuzz("triage", "list", "--out", "reports", cwd=tmp_path)
-    assert listed.returncode == 0 and "t0[if:memory]" in listed.stdout
+    assert listed.returncode == 0 and describe(from_shape("t0[if:memory]")) in listed.stdout
 
 
 def test_a_second_triage_on_a_database_in_use_is_refused(tmp_path, fake_loom_opt):
-    from harness.core.codec import encode
+    from shapes import encode_program as encode
 
     fuzz = tmp_path / "fuzz"
     fuzz.mkdir()
@@ -714,23 +757,22 @@ def _processes_running(binary: str) -> list[int]:
 
 
 def test_collect_inputs_streams_sidecars_and_skips(tmp_path):
-    from harness.core.codec import encode
-    from harness.core.render import render_stream
+    from shapes import encode_program as encode
     from harness.triage.pipeline import collect_inputs
 
     folder = tmp_path / "artifacts"
     folder.mkdir()
-    (folder / "stream.mlir").write_text("".join(render_stream([MINIMAL["assert"], MINIMAL["segv"]])))
+    (folder / "stream.mlir").write_text("".join(render_stream_pair(MINIMAL["assert"], MINIMAL["segv"])))
     (folder / "crash-abc").write_bytes(encode(MINIMAL["fatal"]))
     (folder / "crash-abc.mlir").write_text(render(MINIMAL["fatal"], "oracle"))  # fuzz's sidecar
     (folder / "crash-abc.json").write_text("{}")
     (folder / "corpus-entry").write_bytes(b"\x00")
     (folder / ".hidden.mlir").write_text("x")
     collection = collect_inputs([str(folder)])
-    got = {Path(i.path).name: i.program for i in collection.inputs}
+    got = {Path(i.path).name: from_tree(i.program) for i in collection.inputs}
     assert got == {"stream.mlir#1": MINIMAL["assert"], "stream.mlir#2": MINIMAL["segv"], "crash-abc": MINIMAL["fatal"]}
     assert sorted(Path(p).name for p, _ in collection.skipped) == ["corpus-entry", "crash-abc.json", "crash-abc.mlir"]
     # named explicitly, the oracle-rendered sidecar is an input: the same program, so the same member
     (sidecar,) = collect_inputs([str(folder / "crash-abc.mlir")]).inputs
     raw = next(i for i in collection.inputs if i.path.endswith("crash-abc"))
-    assert sidecar.program == MINIMAL["fatal"] and sidecar.sha == raw.sha
+    assert from_tree(sidecar.program) == MINIMAL["fatal"] and sidecar.sha == raw.sha

@@ -18,10 +18,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.choices import random_programs
-from harness.core.codec import encode
-from harness.core.render import render
-from harness.core.tree import Body, Nesting, Program, Thread, make_site
+from shapes import Body, Nesting, Program, Thread, make_site, random_programs
+from shapes import encode_program as encode
+from shapes import render_program as render
 
 BUGS = ("assert", "segv", "fatal", "flaky")
 
