@@ -136,6 +136,17 @@ def test_a_hang_inside_a_batch_is_isolated(fake_loom_opt, pools, hanging):
     assert [_key(r) for r in report.results] == [_key(r) for r in _alone_all(target, texts)]
 
 
+def test_a_hang_under_a_short_batch_limit_still_gets_the_full_timeout_alone(fake_loom_opt, pools, hanging):
+    """Batches under a limit shorter than --timeout: the hang is found by halving
+    under the short limit, then runs alone under the full one."""
+    target = _target(fake_loom_opt, "--plant=hang", timeout=1.0)
+    texts = pools["accepted"][:3] + [hanging] + pools["accepted"][3:4]
+    report = run_batch(target, texts, batch_timeout=lambda n: 0.25)
+    hang = report.results[3]
+    assert hang.alone and hang.outcome.kind.value == "timeout" and hang.outcome.reason == "timed out after 1s"
+    assert [_key(r) for r in report.results] == [_key(r) for r in _alone_all(target, texts)]
+
+
 def test_a_program_holding_the_marker_runs_alone(fake_loom_opt, pools):
     target = _target(fake_loom_opt)
     odd = pools["accepted"][0].replace("module {", "// ----- not a split here\nmodule {", 1)
@@ -182,3 +193,7 @@ def test_sizer_follows_the_cost_of_a_program():
                                  clean_seconds=0.002 * sizer.size), sizer.size)
     assert sizer.size == 250
     assert BatchSizer(timeout=10.0, fixed=1).size == 1
+    # a batch's time limit: 10x its expected time, at least 1 s, at most the timeout
+    assert BatchSizer(timeout=10.0).batch_timeout(100) == 10.0  # nothing measured yet
+    assert sizer.batch_timeout(100) == pytest.approx(2.0)
+    assert sizer.batch_timeout(2) == 1.0 and sizer.batch_timeout(10_000) == 10.0

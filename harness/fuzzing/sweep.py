@@ -208,7 +208,7 @@ def run_sweep(
 
     def run_one(lo: int, hi: int, texts: list[str]) -> tuple[BatchReport, float]:
         t0 = time.monotonic()
-        report = run_batch(target, texts)
+        report = run_batch(target, texts, sizer.batch_timeout)
         return report, time.monotonic() - t0
 
     try:

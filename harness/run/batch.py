@@ -14,9 +14,9 @@ would get alone, and gets them from a run of that program alone whenever
 there is any doubt:
 
 * The batch's own run must be clean: accepted or rejected (no crash,
-  timeout, oom; the batch runs under the target's own ``timeout``, so a batch
-  that finished also finished every program inside the time one program
-  gets), stdout cut into exactly one piece per program, every stderr line
+  timeout, oom; the batch runs under at most the target's own ``timeout``,
+  so a batch that finished also finished every program inside the time one
+  program gets), stdout cut into exactly one piece per program, every stderr line
   belonging to a diagnostic located in one program's lines, and exit status 1
   exactly when some program has an ``error:``.  Otherwise the batch is
   **bisected**: each half runs as a batch again, down to single programs,
@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from harness.run.runner import (
     Outcome,
@@ -247,11 +247,16 @@ def _shares(target: Target, texts: Sequence[str], starts: list[int], outcome: Ou
     return results
 
 
-def run_batch(target: Target, texts: Sequence[str]) -> BatchReport:
+def run_batch(target: Target, texts: Sequence[str],
+              batch_timeout: Callable[[int], float] | None = None) -> BatchReport:
     """Run ``texts`` in as few processes as the results allow (see the module doc).
 
     One text, or texts that cannot share a process, run alone.  The results
-    are in the order of ``texts``.
+    are in the order of ``texts``.  ``batch_timeout(n)`` is the time limit of
+    a batch of n programs (capped at ``target.timeout``; default: that
+    timeout): a shorter one only makes a hang cost less to find, since a
+    batch that times out is bisected and single programs run alone under
+    ``target.timeout``.
     """
     report = BatchReport(results=[None] * len(texts))  # type: ignore[list-item]
     shared = [k for k, t in enumerate(texts) if batchable(t)]
@@ -260,12 +265,13 @@ def run_batch(target: Target, texts: Sequence[str]) -> BatchReport:
         report.processes += 1
         report.alone += 1
     if shared:
-        _run_shared(_batch_target(target), target, texts, shared, report)
+        _run_shared(_batch_target(target), target, texts, shared, report, batch_timeout)
     return report
 
 
 def _run_shared(batch_target: Target, target: Target, texts: Sequence[str],
-                indices: list[int], report: BatchReport) -> None:
+                indices: list[int], report: BatchReport,
+                batch_timeout: Callable[[int], float] | None) -> None:
     if len(indices) == 1:
         k = indices[0]
         report.results[k] = run_alone(target, texts[k])
@@ -274,14 +280,15 @@ def _run_shared(batch_target: Target, target: Target, texts: Sequence[str],
         return
     chunk_texts = [texts[k] for k in indices]
     joined, starts = join_programs(chunk_texts)
-    outcome = run_program(batch_target, joined)
+    limit = min(target.timeout, batch_timeout(len(indices))) if batch_timeout else target.timeout
+    outcome = run_program(dataclasses.replace(batch_target, timeout=limit), joined)
     report.processes += 1
     shares = _shares(target, chunk_texts, starts, outcome)
     if shares is None:
         report.bisections += 1
         half = len(indices) // 2
-        _run_shared(batch_target, target, texts, indices[:half], report)
-        _run_shared(batch_target, target, texts, indices[half:], report)
+        _run_shared(batch_target, target, texts, indices[:half], report, batch_timeout)
+        _run_shared(batch_target, target, texts, indices[half:], report, batch_timeout)
         if not any(report.results[k].verdict.finding for k in indices):
             report.needless_bisections += 1
         return
@@ -297,9 +304,9 @@ def _run_shared(batch_target: Target, target: Target, texts: Sequence[str],
 
 
 class BatchSizer:
-    """The number of programs per batch: fixed, or chosen from what batches cost.
+    """The number of programs per batch, fixed or automatic, and a batch's time limit.
 
-    Automatic rule: start at 16 programs; after each batch, aim for batches
+    Automatic size: start at 16 programs; after each batch, aim for batches
     that take ``TARGET_SECONDS`` (0.5 s, at most a quarter of the target's
     ``timeout``) at the per-program time measured on the clean batches so far
     (a moving average), at most doubling at a time, between 1 and
@@ -309,11 +316,21 @@ class BatchSizer:
     calls in a row whose batches all had to be bisected without any finding
     mean the target does not batch (no ``--split-input-file``): the size
     drops to 1 for good and :attr:`warning` says why.
+
+    Time limit of a batch of n (:meth:`batch_timeout`): ``SLACK`` (10) times
+    its expected time (n times the measured per-program time), at least
+    ``MIN_BATCH_TIMEOUT`` (1 s), at most the target's ``timeout`` (which is
+    also the limit until a time has been measured).  A hang in a batch then
+    costs a few short limits on the way down to the program, which runs
+    alone under the full ``timeout``.  Each bisection that found nothing
+    (a batch slower than expected, not a bad program) doubles the slack.
     """
 
     START = 16
     MAX_SIZE = 256
     TARGET_SECONDS = 0.5
+    SLACK = 10.0
+    MIN_BATCH_TIMEOUT = 1.0
     _ALPHA = 0.3
     _GIVE_UP = 3
 
@@ -325,16 +342,26 @@ class BatchSizer:
         self.size = fixed or self.START
         self.per_program: float | None = None
         self.finding_rate = 0.0
+        self.slack = self.SLACK
         self.warning: str | None = None
         self._fruitless = 0
 
+    def batch_timeout(self, n: int) -> float:
+        if self.per_program is None:
+            return self.timeout
+        return min(self.timeout, max(self.MIN_BATCH_TIMEOUT, self.slack * n * self.per_program))
+
     def record(self, report: BatchReport, programs: int) -> None:
-        if self.fixed is not None or self.warning or programs == 0:
+        if programs == 0:
             return
         if report.clean_programs:
             per = report.clean_seconds / report.clean_programs
             self.per_program = per if self.per_program is None else (
                 (1 - self._ALPHA) * self.per_program + self._ALPHA * per)
+        if report.needless_bisections:
+            self.slack = min(2 * self.slack, 1e6)
+        if self.fixed is not None or self.warning:
+            return
         self.finding_rate = (1 - self._ALPHA) * self.finding_rate + self._ALPHA * (
             report.findings / programs)
         if report.needless_bisections and not report.clean_batches:
