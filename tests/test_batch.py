@@ -151,6 +151,7 @@ def test_a_program_holding_the_marker_runs_alone(fake_loom_opt, pools):
     target = _target(fake_loom_opt)
     odd = pools["accepted"][0].replace("module {", "// ----- not a split here\nmodule {", 1)
     assert not batchable(odd) and not batchable("  \n") and batchable(pools["accepted"][1])
+    assert not batchable(pools["accepted"][1].rstrip("\n"))
     report = run_batch(target, [pools["accepted"][1], odd, pools["accepted"][2]])
     assert report.results[1].alone and report.alone == 1 and report.processes == 2
     assert [_key(r) for r in report.results] == [_key(r) for r in _alone_all(target, [pools["accepted"][1], odd, pools["accepted"][2]])]

@@ -34,7 +34,8 @@ there is any doubt:
   run, as ``fuzz`` and ``triage`` make them.
 
 Programs that hold ``// ---`` (where MLIR cuts its input or warns about a
-near miss) and empty programs always run alone.  The only thing a program's
+near miss), empty programs and programs without a final newline always run
+alone.  The only thing a program's
 result takes from its batch is its ``duration``, the batch's wall time
 divided by its size.
 
@@ -109,8 +110,10 @@ class BatchReport:
 
 
 def batchable(text: str) -> bool:
-    """Whether ``text`` can share a process: not empty, and no ``// ---`` in it."""
-    return bool(text.strip()) and _CUT_PREFIX not in text
+    """Whether ``text`` can share a process: not empty, ending with a newline
+    (so that its line numbers, end of file included, are the same in a batch),
+    and no ``// ---`` in it."""
+    return bool(text.strip()) and text.endswith("\n") and _CUT_PREFIX not in text
 
 
 def join_programs(texts: Sequence[str]) -> tuple[str, list[int]]:
