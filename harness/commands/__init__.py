@@ -107,3 +107,19 @@ def target_from_args(args: argparse.Namespace):
         )
     except (TargetNotFound, ExpectationsError) as error:
         raise TargetError(str(error)) from None
+
+
+def add_sweep_arguments(parser) -> None:
+    """How a sweep runs (``run``, ``enumerate --run``): findings folder, batches, shards."""
+    parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
+                        help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
+                             "journal (default: artifacts)")
+    parser.add_argument("--batch-size", type=whole_number(1), metavar="N",
+                        help="programs per target process (--split-input-file); default: automatic; "
+                             "1: one process per program")
+    parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
+                        help="batches run at once (default 1)")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
+                             "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")

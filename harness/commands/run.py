@@ -1,0 +1,90 @@
+"""``loomfuzz run``: many programs against a target, in batches, resumable."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.commands import (
+    TargetError,
+    add_sweep_arguments,
+    add_target_arguments,
+    target_from_args,
+    whole_number,
+)
+
+EPILOG = """\
+Programs: .mlir files (one program each, or a '// -----' stream), folders of
+them, '-' for a stream on stdin; or, with no input, generate's programs
+(-n/--seed/--engine), rendered for the target.  File programs go to the target
+as they are written.
+
+They run in batches through the target's --split-input-file; a batch that
+fails is bisected so that every program gets the outcome it would get alone,
+and every finding comes from a run of its program alone.  Each finding leaves
+crash-<sha1 of the program text>.mlir and .json (whatever its kind) in
+--artifacts, as fuzz does; `loomfuzz triage DIR` reads them.  The folder also
+keeps the sweep's journal (sweep-<fingerprint>.jsonl): the same command run
+again after an interruption (even kill -9) runs only what is left.
+
+Exit status: 0 no finding, 1 findings or an error, 130 interrupted.
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                        help=".mlir files, folders of them, or - (a '// -----' stream on stdin)")
+    parser.add_argument("-n", "--count", type=whole_number(1),
+                        help="with no INPUT: how many programs to generate (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")
+    parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
+                        help="with no INPUT: generator engine (default fast)")
+    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_sweep_arguments(parser)
+
+
+def _error(message: str) -> int:
+    print(f"loomfuzz run: error: {message}", file=sys.stderr)
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.fuzzing.journal import JournalError
+    from harness.fuzzing.sources import SourceError, from_files, from_generator
+    from harness.fuzzing.sweep import ShardError, format_summary, parse_shard, run_sweep
+    from harness.run.runner import TargetNotFound
+
+    if args.inputs and args.count is not None:
+        return _error("give INPUT files or -n/--count (programs to generate), not both")
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ShardError as error:
+        return _error(str(error))
+    try:
+        target = target_from_args(args)
+    except TargetError as error:
+        return _error(str(error))
+    try:
+        if args.inputs:
+            source = from_files(args.inputs)
+        else:
+            source = from_generator(args.engine, args.seed, args.count or 1000, target.render)
+    except SourceError as error:
+        return _error(str(error))
+    try:
+        result = run_sweep(
+            source.count, source.program_at, target, args.artifacts,
+            source=source.identity, shard=shard, batch_size=args.batch_size, jobs=args.jobs,
+            progress=not args.no_progress, origin_of=source.origin_of, label="run",
+        )
+    except (JournalError, TargetNotFound) as error:
+        return _error(str(error))
+    except OSError as error:
+        return _error(f"{error.filename or args.artifacts}: {error.strerror or error}")
+    sys.stderr.flush()
+    print(format_summary(result, "run"), flush=True)
+    if result.interrupted:
+        return 130
+    return 1 if result.findings else 0

@@ -1,0 +1,305 @@
+"""Sweeps: run every program of an indexed source once, in batches, resumably.
+
+:func:`run_sweep` takes ``count`` programs from ``program_at(index)`` (indices
+``start .. start + count - 1``, or one shard of them), runs them against a
+target in batches (:mod:`harness.run.batch`: each program gets the outcome it
+would get alone), writes every finding into the artifacts folder the way
+``fuzz`` does (``crash-<sha1 of the program text>.mlir`` and ``.json``, for
+every kind of finding), and keeps a journal there
+(:mod:`harness.fuzzing.journal`) so that a sweep killed at any point, even by
+SIGKILL, and started again with the same arguments runs each remaining
+program once and reports the whole range.
+
+Shards: ``K/N`` is the K-th of N contiguous, disjoint parts of the range
+(together exactly the range); ``auto/N`` takes K from ``JOB_COMPLETION_INDEX``
+(Kubernetes Indexed Job) or ``SLURM_ARRAY_TASK_ID`` (Slurm job array, 0-based:
+``--array=0-(N-1)``).  ``program_at`` is called from one thread, with
+increasing indices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from harness.fuzzing.journal import SweepJournal
+from harness.run.batch import BatchReport, BatchSizer, run_batch
+from harness.run.runner import Target, write_finding
+
+__all__ = [
+    "SHARD_ENVIRONMENT",
+    "Shard",
+    "ShardError",
+    "SweepResult",
+    "finding_name",
+    "format_summary",
+    "parse_shard",
+    "run_sweep",
+]
+
+#: Where ``--shard auto/N`` finds K, first set wins.
+SHARD_ENVIRONMENT = ("JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID")
+
+
+class ShardError(ValueError):
+    """A ``--shard`` value that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # K, 0-based
+    count: int  # N
+
+    def part(self, start: int, count: int) -> range:
+        """This shard's indices of ``start .. start + count - 1``."""
+        lo = start + self.index * count // self.count
+        hi = start + (self.index + 1) * count // self.count
+        return range(lo, hi)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
+    """``K/N`` (0 <= K < N) or ``auto/N`` (K from the environment, see module doc)."""
+    environ = os.environ if environ is None else environ
+    k_text, slash, n_text = text.partition("/")
+    if not slash:
+        raise ShardError(f"--shard {text}: expected K/N or auto/N, e.g. 0/8")
+    try:
+        n = int(n_text)
+    except ValueError:
+        raise ShardError(f"--shard {text}: N must be a whole number, not {n_text!r}") from None
+    if n < 1:
+        raise ShardError(f"--shard {text}: N must be 1 or more")
+    if k_text == "auto":
+        name = next((v for v in SHARD_ENVIRONMENT if environ.get(v, "").strip()), None)
+        if name is None:
+            raise ShardError(f"--shard {text}: neither JOB_COMPLETION_INDEX (Kubernetes Indexed Job) "
+                             "nor SLURM_ARRAY_TASK_ID (Slurm job array) is set")
+        k_text, where = environ[name].strip(), f" (from {name})"
+    else:
+        where = ""
+    try:
+        k = int(k_text)
+    except ValueError:
+        raise ShardError(f"--shard {text}: K{where} must be a whole number, not {k_text!r}") from None
+    if not 0 <= k < n:
+        raise ShardError(f"--shard {text}: K{where} is {k}, must be from 0 to {n - 1}")
+    return Shard(k, n)
+
+
+def finding_name(text: str) -> str:
+    """``crash-<sha1 of the program text>``, whatever the finding's kind (as ``fuzz``)."""
+    return "crash-" + hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class SweepResult:
+    first: int  # the range swept: first .. end - 1
+    end: int
+    journal: Path
+    artifacts: Path
+    shard: Shard | None
+    run_now: int = 0  # programs run by this call
+    resumed: int = 0  # programs already done before it
+    outcomes: Counter = field(default_factory=Counter)  # the whole range: outcome kind -> programs
+    findings: list[dict] = field(default_factory=list)  # the whole range, by index
+    processes: int = 0  # target processes this call started
+    seconds: float = 0.0  # this call's wall time
+    batch_size: int = 0  # the last batch size used
+    automatic: bool = True
+    interrupted: bool = False
+    warning: str | None = None
+
+    @property
+    def programs(self) -> int:
+        return self.end - self.first
+
+    @property
+    def complete(self) -> bool:
+        return sum(self.outcomes.values()) == self.programs
+
+    @property
+    def programs_per_second(self) -> float:
+        return self.run_now / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_sweep(
+    count: int,
+    program_at: Callable[[int], str],
+    target: Target,
+    artifacts: Path | str,
+    *,
+    source: str,
+    start: int = 0,
+    shard: Shard | None = None,
+    batch_size: int | None = None,
+    jobs: int = 1,
+    progress: bool = True,
+    origin_of: Callable[[int], str] | None = None,
+    label: str = "sweep",
+) -> SweepResult:
+    """Run programs ``start .. start + count - 1`` (or ``shard``'s part of them).
+
+    ``source`` names the program source for the journal (the same source,
+    range and target resume the same journal: pass everything that changes
+    which text an index stands for, e.g. ``"enumerate profile=default
+    render=canonical"``).  ``batch_size`` None: automatic
+    (:class:`~harness.run.batch.BatchSizer`); 1: one process per program.
+    ``jobs`` batches run at once.  ``origin_of(index)`` is recorded with each
+    finding (e.g. the file it came from).  Raises ``JournalError`` and the
+    runner's ``TargetNotFound``; Ctrl-C stops after the batches under way
+    are journaled (``interrupted``).
+    """
+    artifacts = Path(artifacts)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    part = shard.part(start, count) if shard else range(start, start + count)
+    identity = {"source": source, "range": [part.start, part.stop], "target": target.to_json()}
+    journal = SweepJournal.open(artifacts, identity)
+    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard,
+                         automatic=batch_size is None)
+    result.resumed = journal.done_count
+    sizer = BatchSizer(target.timeout, batch_size)
+    began = time.monotonic()
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(part), initial=result.resumed, unit="prog", desc=label,
+                   file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+
+    def finish(lo: int, hi: int, texts: list[str], report: BatchReport, seconds: float) -> None:
+        outcomes: Counter = Counter()
+        findings = []
+        for index, text, r in zip(range(lo, hi), texts, report.results):
+            outcomes[r.outcome.kind.value] += 1
+            if r.verdict.finding:
+                name = finding_name(text)
+                write_finding(artifacts, name, text, target, r.verdict)
+                record = {"index": index, "name": name, "kind": r.verdict.kind,
+                          "outcome": r.outcome.kind.value, "why": r.verdict.why}
+                if origin_of is not None:
+                    record["origin"] = origin_of(index)
+                findings.append(record)
+        journal.record(lo, hi, outcomes, findings, report.processes, seconds)
+        sizer.record(report, hi - lo)
+        result.run_now += hi - lo
+        result.processes += report.processes
+        if bar is not None:
+            bar.update(hi - lo)
+            bar.set_postfix(findings=len(journal.findings), batch=sizer.size, refresh=False)
+
+    def cut():
+        for lo, hi in journal.remaining(part.start, part.stop):
+            at = lo
+            while at < hi:
+                size = min(sizer.size, hi - at)
+                yield at, at + size
+                at += size
+
+    def run_one(lo: int, hi: int, texts: list[str]) -> tuple[BatchReport, float]:
+        t0 = time.monotonic()
+        report = run_batch(target, texts, sizer.batch_timeout)
+        return report, time.monotonic() - t0
+
+    try:
+        if jobs <= 1:
+            for lo, hi in cut():
+                texts = [program_at(i) for i in range(lo, hi)]
+                report, seconds = run_one(lo, hi, texts)
+                finish(lo, hi, texts, report, seconds)
+        else:
+            _run_parallel(cut(), program_at, run_one, finish, jobs)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        if bar is not None:
+            bar.close()
+    result.seconds = time.monotonic() - began
+    result.outcomes = Counter(journal.outcomes)
+    result.findings = sorted(journal.findings, key=lambda f: f["index"])
+    result.batch_size = sizer.size
+    result.warning = sizer.warning
+    return result
+
+
+def _run_parallel(batches, program_at, run_one, finish, jobs: int) -> None:
+    """Up to ``jobs`` batches at once; results journaled in completion order."""
+    in_flight: dict[Future, tuple[int, int, list[str]]] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        try:
+            exhausted = False
+            while True:
+                while not exhausted and len(in_flight) < jobs:
+                    nxt = next(batches, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    lo, hi = nxt
+                    texts = [program_at(i) for i in range(lo, hi)]
+                    in_flight[pool.submit(run_one, lo, hi, texts)] = (lo, hi, texts)
+                if not in_flight:
+                    return
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    lo, hi, texts = in_flight.pop(future)
+                    report, seconds = future.result()
+                    finish(lo, hi, texts, report, seconds)
+        except KeyboardInterrupt:
+            # the batches under way finish (each within the target's timeout) and are journaled
+            for future in list(in_flight):
+                lo, hi, texts = in_flight.pop(future)
+                try:
+                    report, seconds = future.result()
+                except Exception:
+                    continue
+                finish(lo, hi, texts, report, seconds)
+            raise
+
+
+# ------------------------------------------------------------------ summary
+
+
+def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20) -> str:
+    """The table printed at the end of a sweep: outcomes and findings of the whole range."""
+    lines = [f"loomfuzz {command}: summary"]
+    where = f"indices {result.first}-{result.end - 1}" if result.programs else "no indices"
+    if result.shard:
+        where += f", shard {result.shard}"
+    lines.append(f"  programs:   {result.programs:,} ({where}); {result.run_now:,} run now, "
+                 f"{result.resumed:,} done before (journal {result.journal})")
+    size = f"{result.batch_size}, automatic" if result.automatic else f"{result.batch_size}"
+    lines.append(f"  processes:  {result.processes:,} for {result.run_now:,} programs (batch size {size}); "
+                 f"{result.programs_per_second:,.1f} programs/s over {result.seconds:.1f} s")
+    if result.interrupted:
+        lines.append(f"  interrupted: {result.programs - sum(result.outcomes.values()):,} programs "
+                     "not run yet; the same command resumes")
+    if result.warning:
+        lines.append(f"  warning:    {result.warning}")
+    total = sum(result.outcomes.values()) or 1
+    lines.append(f"  {'outcome':<10}  {'programs':>10}  {'share':>6}")
+    for kind in ("accepted", "rejected", "crash", "timeout", "oom"):
+        n = result.outcomes.get(kind, 0)
+        if n or kind in ("accepted", "rejected"):
+            lines.append(f"  {kind:<10}  {n:>10,}  {100 * n / total:>5.1f}%")
+    if not result.findings:
+        lines.append("  findings:   none")
+        return "\n".join(lines)
+    kinds = Counter(f["kind"] for f in result.findings)
+    lines.append(f"  findings:   {len(result.findings):,} in {result.artifacts} ("
+                 + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")")
+    lines.append(f"  {'index':>10}  {'finding':<21}  {'file':<46}  why")
+    for f in result.findings[:shown]:
+        lines.append(f"  {f['index']:>10}  {f['kind']:<21}  {f['name'] + '.mlir':<46}  {f['why'][:100]}")
+    if len(result.findings) > shown:
+        lines.append(f"  ... and {len(result.findings) - shown:,} more (the journal lists them all)")
+    return "\n".join(lines)
