@@ -32,6 +32,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.sources import from_generator  # noqa: E402
 from harness.fuzzing.sweep import run_sweep  # noqa: E402
 from harness.run.runner import TargetNotFound, resolve_target  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> int:
     except TargetNotFound as error:
         print(f"bench_batch: error: {error}", file=sys.stderr)
         return 2
-    source = from_generator("fast", 0, n, "oracle")
+    source = from_generator(default_grammar(), "fast", 0, n, "oracle")
     texts = [source.program_at(i) for i in range(n)]
 
     with tempfile.TemporaryDirectory(prefix="loomfuzz-bench-batch-") as tmp:

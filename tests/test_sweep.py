@@ -214,11 +214,12 @@ def test_run_rejects_bad_input_with_one_line(fake_loom_opt, tmp_path):
 
 def test_generator_source_gives_generates_programs_at_any_index():
     """Random access (forwards, skipping, backwards) gives `loomfuzz generate`'s programs."""
+    from harness.core.grammar import default_grammar
     from harness.fuzzing.sources import from_generator, split_stream
 
     stream = _loomfuzz("generate", "-n", "50", "--seed", "4", "--render", "oracle").stdout
     expected = split_stream(stream)
-    source = from_generator("fast", 4, 50, "oracle")
+    source = from_generator(default_grammar(), "fast", 4, 50, "oracle")
     assert source.count == 50
     for index in (0, 1, 7, 8, 30, 3, 49, 0):
         assert source.program_at(index) == expected[index], index

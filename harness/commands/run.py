@@ -7,8 +7,10 @@ import sys
 
 from harness.commands import (
     TargetError,
+    add_grammar_arguments,
     add_sweep_arguments,
     add_target_arguments,
+    grammar_from_args,
     target_from_args,
     whole_number,
 )
@@ -42,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="with no INPUT: generator engine (default fast)")
     add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_grammar_arguments(parser)
     add_sweep_arguments(parser)
 
 
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         if args.inputs:
             source = from_files(args.inputs)
         else:
-            source = from_generator(args.engine, args.seed, args.count or 1000, target.render)
+            source = from_generator(grammar_from_args(args), args.engine, args.seed, args.count or 1000,
+                                    target.render)
     except SourceError as error:
         return _error(str(error))
     try:

@@ -105,17 +105,18 @@ class _Sequential:
         return self._render(next(self._iterator))
 
 
-def from_generator(engine: str, seed: int, count: int, render_style: str) -> ProgramSource:
-    """``loomfuzz generate``'s programs: ``count`` draws of ``engine`` from ``seed``,
-    rendered for the target (``canonical`` or ``oracle``)."""
+def from_generator(grammar, engine: str, seed: int, count: int, render_style: str) -> ProgramSource:
+    """``loomfuzz generate``'s programs of ``grammar``: ``count`` draws of ``engine``
+    from ``seed``, rendered for the target (``canonical`` or ``oracle``)."""
     from harness.core.engine import generate
-    from harness.core.render import render
+    from harness.core.render import renderer
 
-    program_at = _Sequential(lambda: iter(generate(engine, seed, count)),
-                             lambda program: render(program, render_style))
+    render = renderer(grammar, render_style).render
+    program_at = _Sequential(lambda: iter(generate(grammar, engine, seed, count)), render)
     return ProgramSource(
         count=count,
         program_at=program_at,
         origin_of=lambda i: f"generate --engine {engine} --seed {seed}, program {i}",
-        identity=f"generate engine={engine} seed={seed} count={count} render={render_style}",
+        identity=(f"generate grammar={grammar.source} engine={engine} seed={seed} count={count} "
+                  f"render={render_style}"),
     )
