@@ -72,12 +72,14 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-// AFL++'s runtime (present only when built with afl-clang-fast++): the edge
-// map and its size.  Weak, so that a plain build links without them.
-extern "C" {
-__attribute__((weak)) extern unsigned char *__afl_area_ptr;
-__attribute__((weak)) extern unsigned int __afl_map_size;
-}
+// AFL++'s runtime, linked in by afl-clang-fast++ (which defines
+// __AFL_HAVE_MANUAL_CONTROL): __afl_coverage_discard() zeroes the edge map
+// the runtime attached (entry 0 is then set to 1).  Not __afl_area_ptr
+// itself: AFL++'s pass declares that global in every module it instruments,
+// and a declaration here would clash with it.
+#ifdef __AFL_HAVE_MANUAL_CONTROL
+extern "C" void __afl_coverage_discard(void);
+#endif
 
 namespace {
 
@@ -152,9 +154,12 @@ void followParent() {
 // it and of the previous iteration's tail are not counted for it.
 void clearCoverageMap() {
   static const bool attached = std::getenv("__AFL_SHM_ID") != nullptr;
-  if (attached && &__afl_area_ptr != nullptr && &__afl_map_size != nullptr &&
-      __afl_area_ptr != nullptr)
-    std::memset(__afl_area_ptr, 0, __afl_map_size);
+#ifdef __AFL_HAVE_MANUAL_CONTROL
+  if (attached)
+    __afl_coverage_discard();
+#else
+  (void)attached;
+#endif
 }
 
 } // namespace

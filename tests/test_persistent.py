@@ -1,0 +1,315 @@
+"""Persistent targets (harness/run/persistent.py, native/loomfuzz-mlir-driver.cpp).
+
+Real processes throughout: the driver built by .ci/setup against Debian's
+libmlir-22-dev compared with mlir-opt-22; a C double of the driver
+(tests/fixtures/persistent_fake.c) with planted faults; and a real
+`loomfuzz fuzz --persistent --target mlir-opt` campaign.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.core.engine import generate
+from harness.core.render import render
+from harness.run.persistent import (
+    DRIVER_ENV,
+    DriverError,
+    PersistentRunner,
+    PersistentTarget,
+    default_driver_path,
+    persistent_target,
+)
+from harness.run.runner import DEFAULT_MLIR_PIPELINE, OutcomeKind, Target, resolve_target, run_program
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_SOURCE = Path(__file__).parent / "fixtures" / "persistent_fake.c"
+SPLIT = "// -----"
+
+
+def _build_c(source: Path, out: Path, cc: str) -> str:
+    proc = subprocess.run([cc, "-O1", "-g", "-o", str(out), str(source)],
+                          capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1"})
+    if proc.returncode != 0:
+        pytest.fail(f"{cc} failed to build {source}:\n{proc.stderr}")
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory) -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.fail("no C compiler (cc) to build tests/fixtures/persistent_fake.c")
+    return _build_c(FAKE_SOURCE, tmp_path_factory.mktemp("pfake") / "persistent-fake", cc)
+
+
+@pytest.fixture(scope="module")
+def driver() -> str:
+    """The driver .ci/setup builds; fails (not skips) when it is missing."""
+    path = os.environ.get(DRIVER_ENV) or str(default_driver_path())
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"no persistent MLIR driver at {path}: run `bash .ci/setup` (it builds "
+                    "native/loomfuzz-mlir-driver.cpp against libmlir-22-dev)")
+    return path
+
+
+def fake_target(fake: str, *options: str, timeout: float = 5.0, memory_mb: int | None = 4096,
+                restart_every: int = 10_000) -> PersistentTarget:
+    process = Target(name="persistent-fake", argv=(fake, *options), timeout=timeout,
+                     memory_mb=memory_mb)
+    return PersistentTarget(process, (fake, "--persistent", *options), restart_every)
+
+
+def log_lines(path: Path) -> list[tuple[int, str, int, int]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        pid, mode, seq, ident = line.split()
+        rows.append((int(pid), mode, int(seq), int(ident)))
+    return rows
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].startswith("Z")  # a zombie is gone too
+    except OSError:
+        return True
+
+
+# ------------------------------------------------------ the fixture's faults
+
+
+def test_planted_faults_are_classified_attributed_and_nothing_is_lost(fake, tmp_path):
+    """200 programs with faults among them: each fault is classified and
+    attributed to its program, the driver restarts after each, and every
+    program runs exactly once in the persistent drivers."""
+    log = tmp_path / "log"
+    plants = {17: "PLANT_ABORT", 40: "PLANT_SEGV", 41: "PLANT_REJECT", 90: "PLANT_HANG",
+              91: "PLANT_ABORT", 150: "PLANT_SEGV"}
+    texts = [f"// id {i}\nprogram {plants.get(i, '')}\n" for i in range(200)]
+    target = fake_target(fake, f"--log={log}", timeout=1.0)
+    with PersistentRunner(target) as runner:
+        verdicts = [runner.run_judged(text) for text in texts]
+        stats = runner.stats
+    expected = {17: "crash", 40: "crash", 41: "rejected", 90: "timeout", 91: "crash", 150: "crash"}
+    for i, verdict in enumerate(verdicts):
+        assert verdict.outcome.kind.value == expected.get(i, "accepted"), (i, verdict.why)
+        assert not verdict.persistent_only, (i, verdict.why)
+    assert "Assertion `op->getNumResults() == 1' failed" in verdicts[17].outcome.reason
+    assert verdicts[40].outcome.signal == signal.SIGSEGV and "Stack dump:" in verdicts[40].outcome.stderr
+    assert "plantedNullDereference" in verdicts[150].outcome.stderr
+    assert stats.restarts == Counter({"crash": 4, "timeout": 1})
+    assert stats.starts == 6 and stats.programs == 200
+
+    rows = log_lines(log)
+    persistent = [ident for _pid, mode, _seq, ident in rows if mode == "p"]
+    assert sorted(persistent) == list(range(200)), "a program was lost or run twice"
+    assert persistent == list(range(200)), "programs ran out of order"
+    # each fault ends a driver: the next program is the first of a new one
+    by_id = {ident: (pid, seq) for pid, mode, seq, ident in rows if mode == "p"}
+    for i in (17, 40, 90, 91, 150):
+        assert by_id[i + 1][1] == 1 and by_id[i + 1][0] != by_id[i][0]
+    assert by_id[42][0] == by_id[41][0]  # a rejection does not restart it
+    # the findings (not the rejection: accept-all expects acceptance, so it is one too)
+    # were re-run once each in a fresh process
+    fresh = sorted(ident for _pid, mode, _seq, ident in rows if mode == "o")
+    assert fresh == [17, 40, 41, 90, 91, 150]
+
+
+def test_state_bug_is_reported_as_persistent_only(fake, tmp_path):
+    log = tmp_path / "log"
+    target = fake_target(fake, "--state-bug=50", f"--log={log}")
+    texts = [f"// id {i}\nprogram\n" for i in range(120)]
+    with PersistentRunner(target) as runner:
+        verdicts = []
+        for text in texts:
+            verdicts.append(runner.run_judged(text))
+            if verdicts[-1].finding:
+                runner.write_finding(tmp_path / "artifacts", "crash-state", text, verdicts[-1])
+    findings = [i for i, v in enumerate(verdicts) if v.finding]
+    # the 50th since start, then the 50th since the restart (49 + 50 = 99)
+    assert findings == [49, 99]
+    v = verdicts[49]
+    assert v.persistent_only and v.kind == "crash"
+    assert v.why.startswith("persistent-only: crash: ") and "a fresh process: accepted" in v.why
+    record = json.loads((tmp_path / "artifacts" / "crash-state.json").read_text())
+    assert record["persistent_only"] is True
+    assert record["persistent"]["position"] == 50 and record["persistent"]["history_programs"] == 49
+    history = (tmp_path / "artifacts" / "crash-state.history.mlir").read_text().split(f"\n{SPLIT}\n")
+    assert [h.splitlines()[0] for h in history] == [f"// id {i}" for i in range(50, 99)]
+    assert "Assertion `cache.size() < kCacheLimit' failed" in record["stderr_tail"]
+    ids = [ident for _pid, mode, _seq, ident in log_lines(log) if mode == "p"]
+    assert ids == list(range(120))
+
+
+def test_growing_memory_ends_in_a_persistent_only_oom(fake):
+    """8 MiB leaked per program under a 256 MiB RLIMIT_AS: some program runs
+    out of memory, is classified oom, and a fresh process accepts it."""
+    target = fake_target(fake, "--leak-kb=8192", memory_mb=256)
+    with PersistentRunner(target) as runner:
+        verdicts = [runner.run_judged(f"// id {i}\n") for i in range(60)]
+        restarts = runner.stats.restarts
+    ooms = [i for i, v in enumerate(verdicts) if v.finding]
+    assert ooms, "the leak never hit the memory limit"
+    first = verdicts[ooms[0]]
+    assert first.outcome.kind is OutcomeKind.OOM and first.persistent_only
+    assert "LLVM ERROR: out of memory" in first.outcome.reason
+    assert 10 < ooms[0] < 32  # 256 MiB / 8 MiB, less what the process maps anyway
+    assert restarts["oom"] == len(ooms)
+    assert all(not v.finding for i, v in enumerate(verdicts) if i not in ooms)
+
+
+def test_restart_every_n(fake, tmp_path):
+    log = tmp_path / "log"
+    with PersistentRunner(fake_target(fake, f"--log={log}", restart_every=7)) as runner:
+        for i in range(30):
+            assert runner.run(f"// id {i}\n").kind is OutcomeKind.ACCEPTED
+        assert runner.stats.restarts == Counter({"every 7": 4})
+    rows = [r for r in log_lines(log) if r[1] == "p"]
+    assert [seq for _p, _m, seq, _i in rows] == [i % 7 + 1 for i in range(30)]
+    assert len({pid for pid, *_ in rows}) == 5
+
+
+def test_driver_dies_with_its_parent(fake, tmp_path):
+    """The harness is SIGKILLed while its driver hangs in a program: the
+    driver (its own session, so not in the harness' group) goes too."""
+    script = (
+        "import sys, time\n"
+        "from harness.run.runner import Target\n"
+        "from harness.run.persistent import PersistentRunner, PersistentTarget\n"
+        f"t = Target(name='f', argv=({fake!r},), timeout=600)\n"
+        f"r = PersistentRunner(PersistentTarget(t, ({fake!r}, '--persistent')))\n"
+        "r.run('warm up')\n"
+        "print(r.pid, flush=True)\n"
+        "r.run('PLANT_HANG')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    driver_pid = int(proc.stdout.readline())
+    time.sleep(0.3)
+    assert not _gone(driver_pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(driver_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(driver_pid), "the driver outlived its parent"
+
+
+def test_protocol_errors_are_one_line(fake, tmp_path):
+    process = Target(name="f", argv=(fake,))
+    with pytest.raises(DriverError, match="does not speak the protocol|did not start"):
+        PersistentRunner(PersistentTarget(process, ("/bin/echo", "hello"))).run("x")
+    with pytest.raises(DriverError, match="cannot run"):
+        PersistentRunner(PersistentTarget(process, (str(tmp_path / "missing"),))).run("x")
+    monkey = {DRIVER_ENV: str(tmp_path / "nope")}
+    env = os.environ.copy()
+    try:
+        os.environ.update(monkey)
+        with pytest.raises(DriverError, match="LOOMFUZZ_MLIR_DRIVER=.*no such executable"):
+            persistent_target(Target(name="mlir-opt", argv=("mlir-opt-22",), render="oracle"))
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+
+
+# ----------------------------------------------------------- coverage map
+
+
+def test_driver_clears_the_afl_map_before_each_program(tmp_path):
+    """Built with afl-clang-fast, the fixture clears AFL++'s map after reading
+    each program: edges written into the map between programs (standing in for
+    the previous iteration's tail) are not counted for the next one."""
+    import ctypes
+
+    from harness.run import coverage
+
+    afl = shutil.which("afl-clang-fast")
+    if not afl:
+        pytest.fail("afl-clang-fast not found: apt-get install afl++ (.ci/setup)")
+    binary = _build_c(FAKE_SOURCE, tmp_path / "persistent-fake-afl", afl)
+    with coverage.open_bridge("afl", binary) as bridge:
+        target = fake_target(binary)
+        with PersistentRunner(target, env=bridge.env, settle=True) as runner:
+            def hits(text: str, kind=OutcomeKind.ACCEPTED) -> dict[int, int]:
+                bridge.start_run()
+                assert runner.run(text).kind is kind
+                bridge.finish_run()
+                return bridge.last_hits()
+
+            clean = hits("// id 1\nprogram\n")
+            assert clean
+            # dirty every edge the binary has (AFL_DUMP_MAP_SIZE: its __afl_final_loc)
+            edges = int(subprocess.run([binary], env={**os.environ, "AFL_DUMP_MAP_SIZE": "1"},
+                                       capture_output=True, text=True).stdout)
+            assert 0 < edges <= bridge.map_size
+            ctypes.memset(bridge._addr, 0x7F, edges)
+            again = hits("// id 1\nprogram\n")
+            assert again == clean
+            rejected = hits("// id 2\nPLANT_REJECT\n", OutcomeKind.REJECTED)
+            assert set(rejected) != set(clean)
+
+
+# ------------------------------------------------- the real driver vs mlir-opt
+
+
+def _oracle_programs(count: int, seed: int) -> list[str]:
+    texts = [render(p, "oracle") for p in generate("fast", seed, count)]
+    rng = random.Random(seed)
+    for i in range(0, count, 20):  # every 20th cut short: rejections to compare too
+        text = texts[i]
+        texts[i] = text[: rng.randrange(len(text) // 4, len(text) * 3 // 4)]
+    return texts
+
+
+def _split_outcomes(mlir_opt: str, texts: list[str]) -> list[str]:
+    """mlir-opt-22 --split-input-file on valid programs: each chunk gets its
+    own context (MlirOptMain's processBuffer), so each is one by one."""
+    proc = subprocess.run(
+        [mlir_opt, "--allow-unregistered-dialect", f"--pass-pipeline={DEFAULT_MLIR_PIPELINE}",
+         "--split-input-file"],
+        input=f"\n{SPLIT}\n".join(texts), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    chunks = proc.stdout.split(f"{SPLIT}\n")
+    assert len(chunks) == len(texts)
+    return chunks
+
+
+def test_driver_matches_mlir_opt_on_2000_oracle_programs(driver, mlir_opt):
+    texts = _oracle_programs(2000, seed=13)
+    process = resolve_target("mlir-opt")
+    process = Target(name="mlir-opt", argv=(mlir_opt, *process.argv[1:]), render="oracle")
+    target = persistent_target(process, driver)
+    assert "--emit-output" in target.driver
+    with PersistentRunner(target) as runner:
+        outcomes = [runner.run(text) for text in texts]
+        assert runner.stats.starts == 1
+    bad = [i for i in range(0, 2000, 20)]
+    good = [i for i in range(2000) if i % 20]
+    # valid programs: accepted by both, with the same printed module
+    expected = []
+    for start in range(0, len(good), 500):
+        expected += _split_outcomes(mlir_opt, [texts[i] for i in good[start:start + 500]])
+    for i, want in zip(good, expected):
+        assert outcomes[i].kind is OutcomeKind.ACCEPTED, (i, outcomes[i].reason)
+        assert outcomes[i].stdout.strip() == want.strip(), i
+    # programs cut short: one by one, the same outcome and the same first error
+    error = re.compile(r"error: .*")
+    for i in bad:
+        fresh = run_program(process, texts[i])
+        assert outcomes[i].kind is fresh.kind, (i, outcomes[i].reason, fresh.reason)
+        assert outcomes[i].returncode == fresh.returncode
+        assert error.search(outcomes[i].stderr).group(0) == error.search(fresh.stderr).group(0), i
+    assert sum(outcomes[i].kind is OutcomeKind.REJECTED for i in bad) > 80
