@@ -75,6 +75,8 @@ OPTION_ENV: dict[str, str] = {
     "artifacts": "LOOMFUZZ_ARTIFACTS",
     "coverage": "LOOMFUZZ_COVERAGE",
     "grammar-features": "LOOMFUZZ_GRAMMAR_FEATURES",
+    "persistent": "LOOMFUZZ_PERSISTENT",
+    "restart-every": "LOOMFUZZ_RESTART_EVERY",
 }
 
 #: The line the fuzz target scripts print at exit (parsed by the campaign).
@@ -337,6 +339,8 @@ class CampaignConfig:
     seed_count: int = 48
     libfuzzer_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
+    persistent: bool = False  # one long-lived driver (harness.run.persistent)
+    restart_every: Optional[int] = None
 
 
 @dataclass
@@ -414,6 +418,10 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":
             command.append(f"--grammar-features={config.grammar_features}")
+        if config.persistent:
+            command.append("--persistent=on")
+            if config.restart_every is not None:
+                command.append(f"--restart-every={config.restart_every}")
     command.append(f"--artifacts={config.artifacts.resolve()}")
     command.extend(libfuzzer_flags(config))
     command.append(str(config.corpus.resolve()))
