@@ -313,3 +313,90 @@ def test_driver_matches_mlir_opt_on_2000_oracle_programs(driver, mlir_opt):
         assert outcomes[i].returncode == fresh.returncode
         assert error.search(outcomes[i].stderr).group(0) == error.search(fresh.stderr).group(0), i
     assert sum(outcomes[i].kind is OutcomeKind.REJECTED for i in bad) > 80
+
+
+# ------------------------------------------------------- a real campaign
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree, out, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _start_campaign(tmp_path: Path, driver: str) -> tuple[subprocess.Popen, set[int]]:
+    """A `loomfuzz fuzz --persistent --target mlir-opt` campaign, running until
+    its corpus has grown; returns it and its processes (the driver among them)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "fuzz", "--target", "mlir-opt", "--persistent",
+         "--time", "600", "--seed", "1", "--corpus", str(tmp_path / "corpus"),
+         "--artifacts", str(tmp_path / "artifacts")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), DRIVER_ENV: driver}, cwd=tmp_path)
+    news = 0
+    for line in proc.stdout:
+        if re.match(r"#\d+\s+NEW\b", line):
+            news += 1
+            if news >= 20:
+                break
+    assert news >= 20, "the campaign ended before its corpus grew"
+    family = _descendants(proc.pid)
+    drivers = [pid for pid in family if "loomfuzz-mlir-driver" in _cmdline(pid)]
+    assert len(drivers) == 1, [(p, _cmdline(p)) for p in family]
+    return proc, family
+
+
+def _wait_gone(pids: set[int], seconds: float = 15.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = {pid for pid in pids if not _gone(pid)}
+        if not left:
+            return left
+        time.sleep(0.1)
+    return {pid for pid in pids if not _gone(pid)}
+
+
+def test_campaign_grows_a_corpus_and_leaves_nothing_after_sigint(driver, tmp_path):
+    proc, family = _start_campaign(tmp_path, driver)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does to the terminal's process group
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=60) == 130
+    match = re.search(r"corpus:\s+(\d+) -> (\d+) files", rest)
+    assert match and int(match.group(2)) > int(match.group(1)), rest[-2000:]
+    assert re.search(r"executions:\s+\d+ \([\d.]+/s", rest) and "time:" in rest
+    left = _wait_gone(family)
+    assert not left, [(pid, _cmdline(pid)) for pid in left]
+
+
+def test_campaign_leaves_nothing_after_sigkill(driver, tmp_path):
+    proc, family = _start_campaign(tmp_path, driver)
+    os.killpg(proc.pid, signal.SIGKILL)  # the campaign's group; the driver has its own session
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    left = _wait_gone(family)
+    assert not left, [(pid, _cmdline(pid)) for pid in left]
+    assert len(list((tmp_path / "corpus").iterdir())) > 48  # seeds plus what it found
