@@ -400,3 +400,43 @@ def test_campaign_leaves_nothing_after_sigkill(driver, tmp_path):
     left = _wait_gone(family)
     assert not left, [(pid, _cmdline(pid)) for pid in left]
     assert len(list((tmp_path / "corpus").iterdir())) > 48  # seeds plus what it found
+
+
+def test_afl_instrumented_driver_clears_its_map(tmp_path):
+    """afl-clang-fast++ (clang 14) builds the driver against LLVM 22's headers.
+    Only the driver's own code is instrumented (Debian's libMLIR.so is not):
+    its map still tells a rejected program from an accepted one, and edges
+    written into the map between programs are cleared before the next one."""
+    import ctypes
+
+    from harness.run import coverage
+
+    aflxx = shutil.which("afl-clang-fast++")
+    if not aflxx:
+        pytest.fail("afl-clang-fast++ not found: apt-get install afl++ (.ci/setup)")
+    binary = tmp_path / "loomfuzz-mlir-driver-afl"
+    proc = subprocess.run(
+        [aflxx, "-std=c++17", "-O1", "-fno-rtti", "-I/usr/lib/llvm-22/include",
+         str(ROOT / "native" / "loomfuzz-mlir-driver.cpp"), "-o", str(binary),
+         "-L/usr/lib/llvm-22/lib", "-Wl,-rpath,/usr/lib/llvm-22/lib", "-lMLIR", "-lLLVM"],
+        capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    good = render(next(iter(generate("fast", 5, 1))), "oracle")
+    process = resolve_target("mlir-opt")
+    with coverage.open_bridge("afl", str(binary)) as bridge:
+        target = persistent_target(process, str(binary))
+        with PersistentRunner(target, env=bridge.env, settle=True) as runner:
+            def hits(text: str, kind) -> dict[int, int]:
+                bridge.start_run()
+                assert runner.run(text).kind is kind
+                bridge.finish_run()
+                return bridge.last_hits()
+
+            hits(good, OutcomeKind.ACCEPTED)  # the first one also builds the pass manager
+            accepted = hits(good, OutcomeKind.ACCEPTED)
+            rejected = hits(good[: len(good) // 2], OutcomeKind.REJECTED)
+            assert accepted and set(rejected) != set(accepted)
+            edges = int(subprocess.run([str(binary)], env={**os.environ, "AFL_DUMP_MAP_SIZE": "1"},
+                                       capture_output=True, text=True).stdout)
+            ctypes.memset(bridge._addr, 0x7F, edges)  # every edge the binary has
+            assert hits(good, OutcomeKind.ACCEPTED) == accepted
