@@ -440,3 +440,19 @@ def test_afl_instrumented_driver_clears_its_map(tmp_path):
                                        capture_output=True, text=True).stdout)
             ctypes.memset(bridge._addr, 0x7F, edges)  # every edge the binary has
             assert hits(good, OutcomeKind.ACCEPTED) == accepted
+
+
+def test_fuzz_cli_names_a_missing_driver_in_one_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), DRIVER_ENV: str(tmp_path / "nope")}
+    common = ["--runs", "5", "--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a")]
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "fuzz", "--persistent",
+                           "--target", "mlir-opt", *common], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"loomfuzz fuzz: error: --persistent: {DRIVER_ENV}={tmp_path / 'nope'}: no such executable file"]
+    env.pop(DRIVER_ENV)
+    env.pop("LOOMFUZZ_LOOM_DRIVER", None)
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "fuzz", "--persistent",
+                           "--loom-opt", "/bin/true", *common], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert "set LOOMFUZZ_LOOM_DRIVER" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

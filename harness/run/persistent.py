@@ -91,6 +91,7 @@ __all__ = [
     "default_driver_path",
     "find_driver",
     "persistent_target",
+    "run_programs",
 ]
 
 DEFAULT_RESTART_EVERY = 10_000
