@@ -147,7 +147,7 @@ def test_state_bug_is_reported_as_persistent_only(fake, tmp_path):
     record = json.loads((tmp_path / "artifacts" / "crash-state.json").read_text())
     assert record["persistent_only"] is True
     assert record["persistent"]["position"] == 50 and record["persistent"]["history_programs"] == 49
-    history = (tmp_path / "artifacts" / "crash-state.history.mlir").read_text().split(f"\n{SPLIT}\n")
+    history = (tmp_path / "artifacts" / "crash-state.history.txt").read_text().split(f"\n{SPLIT}\n")
     assert [h.splitlines()[0] for h in history] == [f"// id {i}" for i in range(50, 99)]
     assert "Assertion `cache.size() < kCacheLimit' failed" in record["stderr_tail"]
     ids = [ident for _pid, mode, _seq, ident in log_lines(log) if mode == "p"]
@@ -456,3 +456,34 @@ def test_fuzz_cli_names_a_missing_driver_in_one_line(tmp_path):
                            "--loom-opt", "/bin/true", *common], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "set LOOMFUZZ_LOOM_DRIVER" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_persistent_only_finding_through_fuzz_and_triage(fake, tmp_path):
+    """A real campaign on the fixture (state bug at its 30th program): the
+    finding is reported persistent-only with its history, and triage, which
+    reproduces in fresh processes, finds it does not reproduce."""
+    wrapper = tmp_path / "driver"
+    wrapper.write_text(f'#!/bin/sh\nexec {fake} --persistent "$@"\n')
+    wrapper.chmod(0o755)
+    expectations = tmp_path / "any.json"
+    expectations.write_text('{"rules": [{"name": "any", "expect": "either"}]}')
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LOOMFUZZ_LOOM_DRIVER": str(wrapper)}
+    target = ["--loom-opt", fake, "--pass-args=--state-bug=30", "--expectations", str(expectations)]
+    artifacts = tmp_path / "artifacts"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "fuzz", *target, "--persistent", "--runs", "300",
+         "--seed", "1", "--corpus", str(tmp_path / "corpus"), "--artifacts", str(artifacts)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    assert "persistent:  1 driver restarts (crash: 1)" in proc.stdout
+    (sidecar,) = artifacts.glob("crash-*.json")
+    record = json.loads(sidecar.read_text())
+    assert record["persistent_only"] is True and record["finding_kind"] == "crash"
+    assert record["persistent"]["position"] == 30
+    assert record["persistent"]["driver"][:2] == [str(wrapper), "--state-bug=30"]
+    history = (artifacts / record["persistent"]["history"]).read_text().split(f"\n{SPLIT}\n")
+    assert len(history) == 29 and all("dataflow.thread" in h for h in history)
+    triage = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "triage", str(artifacts), *target,
+         "--out", str(tmp_path / "triage")], capture_output=True, text=True, env=env, timeout=300)
+    assert "0 bucket(s) (0 new), 0 flaky input(s), 1 input(s) not reproducing" in triage.stderr + triage.stdout

@@ -38,8 +38,9 @@ sidecars).  When it is not, the persistent outcome is reported with
 ``persistent-only:``: the program failed only after the ones before it
 (state carried between inputs), which is a bug too, but a different one.
 Its sidecar names the driver, the position of the program since the driver
-started, and ``NAME.history.mlir``: the programs the driver ran before it,
-``// -----``-separated, in order.
+started, and ``NAME.history.txt``: the programs the driver ran before it,
+``// -----``-separated, in order (``.txt``: triage must not take each of
+them for a finding of its own).
 
 The driver dies with the harness: it gets ``LOOMFUZZ_PARENT_PID`` (the
 harness' pid) and sets ``PR_SET_PDEATHSIG`` (SIGKILL), and EOF on its stdin
@@ -489,10 +490,10 @@ class PersistentRunner:
         """:func:`harness.run.runner.write_finding` plus, for a persistent-only
         finding, the driver's part: ``persistent`` in ``NAME.json`` (driver
         command line, position, restart interval, history file) and
-        ``NAME.history.mlir`` (the programs before it since the driver started)."""
+        ``NAME.history.txt`` (the programs before it since the driver started)."""
         extra = None
         if verdict.persistent_only:
-            history_name = f"{name}.history.mlir"
+            history_name = f"{name}.history.txt"
             path = Path(directory) / history_name
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{history_name}.tmp")
