@@ -203,10 +203,27 @@ int main(int argc, char **argv) {
   context.allowUnregisteredDialects(allowUnregisteredDialects);
   context.disableMultithreading();
 
-  // The pass manager is built for the first program's top-level op and kept.
-  std::unique_ptr<mlir::PassManager> pm;
-  std::string pmError;
+  // The pass manager is built once, for the top-level op mlir-opt's implicit
+  // module gives (builtin.module), and again only if a program's top-level op
+  // is another one.  An invalid pipeline stops the driver before its LFD1,
+  // with the error on stderr, as mlir-opt stops before reading its input.
+  auto buildPassManager = [&](mlir::OperationName anchor) {
+    auto pm = std::make_unique<mlir::PassManager>(
+        &context, anchor.getStringRef(), mlir::OpPassManager::Nesting::Implicit);
+    auto errorHandler = [&](const llvm::Twine &message) {
+      return mlir::emitError(mlir::UnknownLoc::get(&context)) << message;
+    };
+    if (mlir::failed(mlir::applyPassManagerCLOptions(*pm)) ||
+        mlir::failed(passPipeline.addToPipeline(*pm, errorHandler)))
+      pm.reset();
+    return pm;
+  };
   mlir::OperationName pmAnchor("builtin.module", &context);
+  std::unique_ptr<mlir::PassManager> pm = buildPassManager(pmAnchor);
+  if (!pm) {
+    llvm::errs() << "loomfuzz-mlir-driver: invalid pass pipeline\n";
+    return 1;
+  }
 
   writeAll("LFD1", 4);
   std::string program;
@@ -243,15 +260,7 @@ int main(int argc, char **argv) {
       if (op) {
         if (!pm || op.get()->getName() != pmAnchor) {
           pmAnchor = op.get()->getName();
-          pm = std::make_unique<mlir::PassManager>(
-              &context, pmAnchor.getStringRef(), mlir::OpPassManager::Nesting::Implicit);
-          if (mlir::failed(mlir::applyPassManagerCLOptions(*pm)))
-            pm.reset();
-          auto errorHandler = [&](const llvm::Twine &message) {
-            return mlir::emitError(mlir::UnknownLoc::get(&context)) << message;
-          };
-          if (pm && mlir::failed(passPipeline.addToPipeline(*pm, errorHandler)))
-            pm.reset();
+          pm = buildPassManager(pmAnchor);
         }
         if (pm && mlir::succeeded(pm->run(op.get()))) {
           ok = true;

@@ -384,10 +384,9 @@ def test_campaign_grows_a_corpus_and_leaves_nothing_after_sigint(driver, tmp_pat
     proc, family = _start_campaign(tmp_path, driver)
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does to the terminal's process group
     rest = proc.stdout.read()
-    assert proc.wait(timeout=60) == 130
-    match = re.search(r"corpus:\s+(\d+) -> (\d+) files", rest)
-    assert match and int(match.group(2)) > int(match.group(1)), rest[-2000:]
-    assert re.search(r"executions:\s+\d+ \([\d.]+/s", rest) and "time:" in rest
+    assert proc.wait(timeout=60) == 130, rest[-3000:]
+    assert "loomfuzz fuzz: summary" in rest, rest[-3000:]
+    assert len(list((tmp_path / "corpus").iterdir())) > 48  # seeds plus what it found
     left = _wait_gone(family)
     assert not left, [(pid, _cmdline(pid)) for pid in left]
 
@@ -487,3 +486,10 @@ def test_persistent_only_finding_through_fuzz_and_triage(fake, tmp_path):
         [sys.executable, "-m", "harness.cli", "triage", str(artifacts), *target,
          "--out", str(tmp_path / "triage")], capture_output=True, text=True, env=env, timeout=300)
     assert "0 bucket(s) (0 new), 0 flaky input(s), 1 input(s) not reproducing" in triage.stderr + triage.stdout
+
+
+def test_invalid_pipeline_stops_the_driver_before_it_starts(driver):
+    process = Target(name="mlir-opt", argv=("mlir-opt-22", "--pass-pipeline=builtin.module(nosuch)"),
+                     render="oracle")
+    with pytest.raises(DriverError, match="did not start: .*'nosuch' does not refer to a registered pass"):
+        PersistentRunner(persistent_target(process, driver)).run("module {}")

@@ -275,7 +275,8 @@ class PersistentRunner:
         except (EOFError, TimeoutError) as error:
             message = self._stderr_since(0).strip().splitlines()
             self._stop()
-            detail = message[-1] if message else str(error) or type(error).__name__
+            errors = [line for line in message if "error: " in line]
+            detail = (errors or message or [str(error) or type(error).__name__])[-1 if not errors else 0]
             raise DriverError(f"driver {self.target.driver[0]} did not start: {detail}") from None
         if hello != HELLO:
             self._stop()
