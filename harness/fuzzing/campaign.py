@@ -590,9 +590,11 @@ def _throughput_lines(config: CampaignConfig, result: CampaignResult) -> list[st
                      f"({100 * outside / over:.0f}%: mutation, decoding, rendering, judging, libFuzzer)")
     elif result.in_target is not None:
         lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
-    if config.persistent:
+    if config.persistent and result.restarts is None:
+        lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
+    elif config.persistent:
         reasons = f" ({result.restart_reasons})" if result.restart_reasons else ""
-        lines.append(f"  persistent:  {result.restarts or 0} driver restarts{reasons}")
+        lines.append(f"  persistent:  {result.restarts} driver restarts{reasons}")
     return lines
 
 
