@@ -169,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         seed=args.seed,
         libfuzzer_args=list(args.libfuzzer),
-        persistent=bool(getattr(args, "persistent", False)),
-        restart_every=getattr(args, "restart_every", None),
+        persistent=args.persistent,
+        restart_every=args.restart_every,
         env=env,
     )
     try:
