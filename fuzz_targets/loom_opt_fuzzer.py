@@ -39,6 +39,12 @@ libFuzzer's flags only:
   --grammar FILE         the grammar (Python or JSON file)     LOOMFUZZ_GRAMMAR
   --profile NAME         a built-in grammar (default           LOOMFUZZ_PROFILE
                          conventions)
+  --persistent on|off    on: programs go to one long-lived driver LOOMFUZZ_PERSISTENT
+                         (harness.run.persistent); findings are
+                         confirmed in a fresh process; --coverage
+                         then reads the driver's map
+  --restart-every N      restart the driver after N programs   LOOMFUZZ_RESTART_EVERY
+                         (default 10000, as AFL++'s __AFL_LOOP)
 
 libFuzzer defaults changed here (pass the flag to override): ``-max_len`` the
 grammar's whole choice sequence (17 bytes for the default grammar; 4096 for
@@ -59,7 +65,10 @@ fill the corpus with programs the target does not tell apart and dilute the
 energy libFuzzer gives to inputs that reached new code.
 
 At exit it prints one line: ``loom-fuzz summary: N executions in S s (R
-exec/s); findings: ...`` (``loomfuzz fuzz`` reads it).
+exec/s); findings: ...; time in target: T s`` (T: inside the runs,
+including driver restarts and fresh-process confirmations), then, when
+persistent, ``; persistent: K restarts (reason: count, ...), ...``
+(``loomfuzz fuzz`` reads it).
 """
 
 from __future__ import annotations
@@ -107,7 +116,8 @@ from harness.run.runner import (
 
 PROG = "loom_opt_fuzzer"
 OPTIONS = ("target", "loom-opt", "pass-args", "pipeline", "expectations", "timeout",
-           "memory-mb", "artifacts", "coverage", "grammar-features", "grammar", "profile")
+           "memory-mb", "artifacts", "coverage", "grammar-features", "grammar", "profile",
+           "persistent", "restart-every")
 
 
 class Finding(Exception):
@@ -148,10 +158,12 @@ class GrammarFeatures:
 
 class LoomOptFuzzer:
     def __init__(self, grammar, target, directory: str, prefix: str, features=None,
-                 bridge=None) -> None:
+                 bridge=None, persistent=None) -> None:
         self.grammar = grammar
         self.render = renderer(grammar, target.render).render
         self.target = target
+        self.persistent = persistent  # a harness.run.persistent.PersistentRunner, or None
+        self.in_target = 0.0  # seconds inside the runs
         self.directory = directory  # where sidecars go (the -artifact_prefix folder)
         self.prefix = prefix  # file-name part of -artifact_prefix
         self.features = features
@@ -173,24 +185,34 @@ class LoomOptFuzzer:
         if self.features is not None:
             self.features.program(program)
         bridge = self.bridge
+        run_started = time.monotonic()
         try:
             if bridge is not None:
                 bridge.start_run()
-            outcome = run_program(target, text)
+            if self.persistent is not None:
+                verdict = self.persistent.run_judged(text)
+                outcome = verdict.outcome
+            else:
+                outcome = run_program(target, text)
             if bridge is not None:
                 bridge.finish_run()
         except TargetNotFound as error:
             self.summary()
             print(f"{PROG}: error: {error}", file=sys.stderr, flush=True)
             os._exit(2)
-        verdict = judge(target, text, outcome)
+        self.in_target += time.monotonic() - run_started
+        if self.persistent is None:
+            verdict = judge(target, text, outcome)
         if self.features is not None:
             self.features.verdict(verdict)
         self.executions += 1
         self.last = time.monotonic()
         if verdict.finding:
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
-            write_finding(self.directory, name, text, target, verdict)
+            if self.persistent is not None:
+                self.persistent.write_finding(self.directory, name, text, verdict)
+            else:
+                write_finding(self.directory, name, text, target, verdict)
             kind = outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
@@ -212,6 +234,10 @@ class LoomOptFuzzer:
         if total:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.findings.items()))
             line += f" ({kinds}) -> {', '.join(self.finding_files)}"
+        line += f"; time in target: {self.in_target:.3f} s"
+        if self.persistent is not None:
+            line += f"; persistent: {self.persistent.stats.describe()}"
+            self.persistent.close()
         if self.bridge is not None:
             line += f"; coverage: {self.bridge.edges_seen} edges seen"
             try:
@@ -235,6 +261,22 @@ def _open_coverage(kind: str, binary: str):
         return open_bridge(kind, binary)
     except CoverageUnavailable as error:
         fail(f"--coverage {kind}: {error}")
+
+
+def _persistent_target(target, restart_every: str | None):
+    """The driver for ``target`` (harness.run.persistent.find_driver)."""
+    from harness.run.persistent import DEFAULT_RESTART_EVERY, DriverError, persistent_target
+
+    try:
+        every = int(restart_every) if restart_every else DEFAULT_RESTART_EVERY
+    except ValueError:
+        fail(f"--restart-every takes a whole number, not {restart_every!r}")
+    if every < 1:
+        fail("--restart-every must be at least 1")
+    try:
+        return persistent_target(target, restart_every=every)
+    except DriverError as error:
+        fail(f"--persistent: {error}", 1)
 
 
 def main(argv: list[str]) -> None:
@@ -288,13 +330,28 @@ def main(argv: list[str]) -> None:
     is_fork_parent = any(has_flag(flags, f) and flag_value(flags, f) not in ("0", "")
                          for f in ("fork", "jobs"))
 
+    persistent_on = (opts.get("persistent") or "off").lower()
+    if persistent_on not in ("on", "off"):
+        fail(f"--persistent takes on or off, not {persistent_on!r}")
+    persistent = None
+    if persistent_on == "on":
+        persistent = _persistent_target(target, opts.get("restart-every"))
+
     bridge = None
     coverage = (opts.get("coverage") or "none").lower()
     if coverage not in ("none", "afl"):
         fail(f"--coverage takes none or afl, not {coverage!r}")
     if coverage != "none" and not is_fork_parent:  # the fork-mode parent runs no input itself
-        bridge = _open_coverage(coverage, target.argv[0])
-        target = dataclasses.replace(target, env={**target.env, **bridge.env})
+        # with --persistent the map is the driver's: it is what runs the programs
+        bridge = _open_coverage(coverage, persistent.driver[0] if persistent else target.argv[0])
+        if persistent is None:
+            target = dataclasses.replace(target, env={**target.env, **bridge.env})
+    runner = None
+    if persistent is not None and not is_fork_parent:
+        from harness.run.persistent import PersistentRunner
+
+        runner = PersistentRunner(persistent, env=bridge.env if bridge else None,
+                                  settle=bridge is not None)
 
     structural = (opts.get("grammar-features") or "auto").lower()
     if structural not in ("auto", "on", "off"):
@@ -306,7 +363,7 @@ def main(argv: list[str]) -> None:
     if target.render not in grammar.renderings:
         fail(f"target {target.name} reads the {target.render!r} rendering, which the grammar "
              f"{grammar.source} does not define (it has: {', '.join(grammar.renderings)})")
-    fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge)
+    fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge, runner)
     register_exit_hooks(fuzzer.summary)
 
     mutator = Mutator(grammar)

@@ -52,6 +52,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
                         help="structural feedback from the program's shape and the outcome; "
                              "auto (default): on without --coverage, off with it")
+    parser.add_argument("--persistent", action="store_true",
+                        help="run programs through one long-lived driver (native/; for mlir-opt "
+                             "found as $LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, "
+                             "for loom-opt as $LOOMFUZZ_LOOM_DRIVER); findings are confirmed in a "
+                             "fresh process")
+    parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
+                        help="with --persistent: restart the driver after N programs (default 10000)")
     parser.add_argument("--self", dest="self_test", action="store_true",
                         help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
                              "instead of a target")
@@ -99,12 +106,21 @@ def run(args: argparse.Namespace) -> int:
             loom_opt = target.argv[0]
         else:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
+        coverage_binary = target.argv[0]
+        if args.persistent:
+            # Checked here too, so that a missing driver stops before the campaign starts.
+            from harness.run.persistent import DriverError, persistent_target
+
+            try:
+                coverage_binary = persistent_target(target).driver[0]
+            except DriverError as error:
+                return _error(f"--persistent: {error}")
         if args.coverage != "none":
             # Checked here too, so that a binary without a map stops before the campaign starts.
             from harness.run.coverage import CoverageUnavailable, require_map
 
             try:
-                require_map(target.argv[0])
+                require_map(coverage_binary)
             except CoverageUnavailable as error:
                 return _error(f"--coverage {args.coverage}: {error}")
 
@@ -165,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         seed=args.seed,
         libfuzzer_args=list(args.libfuzzer),
+        persistent=args.persistent,
+        restart_every=args.restart_every,
         env=env,
     )
     try:

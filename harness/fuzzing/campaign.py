@@ -78,6 +78,8 @@ OPTION_ENV: dict[str, str] = {
     "grammar-features": "LOOMFUZZ_GRAMMAR_FEATURES",
     "grammar": "LOOMFUZZ_GRAMMAR",
     "profile": "LOOMFUZZ_PROFILE",
+    "persistent": "LOOMFUZZ_PERSISTENT",
+    "restart-every": "LOOMFUZZ_RESTART_EVERY",
 }
 
 #: The line the fuzz target scripts print at exit (parsed by the campaign).
@@ -86,6 +88,8 @@ _SUMMARY = re.compile(
     re.escape(SUMMARY_PREFIX) + r" (\d+) executions? in ([\d.]+) s"
 )
 _EDGES = re.compile(r"; coverage: (\d+) edges seen")
+_IN_TARGET = re.compile(r"; time in target: ([\d.]+) s")
+_PERSISTENT = re.compile(r"; persistent: (\d+) restarts \(([^)]*)\)")
 _FORK_STATUS = re.compile(r"^#(\d+): cov: ")
 _STATUS = re.compile(r"^#(\d+)\s+(?:INITED|NEW|REDUCE|pulse|RELOAD|DONE)\b")
 _DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
@@ -344,6 +348,8 @@ class CampaignConfig:
     seed_count: int = 48
     libfuzzer_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
+    persistent: bool = False  # one long-lived driver (harness.run.persistent)
+    restart_every: Optional[int] = None
 
 
 @dataclass
@@ -358,6 +364,9 @@ class CampaignResult:
     orphans: list[str]  # crash files without a sidecar (errors of the harness itself)
     interrupted: bool = False
     edges: Optional[int] = None  # distinct AFL++ edges seen, with --coverage afl
+    in_target: Optional[float] = None  # seconds inside the runs (summed over workers)
+    restarts: Optional[int] = None  # persistent drivers restarted (summed over workers)
+    restart_reasons: str = ""
 
     @property
     def finding_count(self) -> int:
@@ -421,10 +430,14 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":
             command.append(f"--grammar-features={config.grammar_features}")
-    if config.grammar:
-        command.append(f"--grammar={os.path.abspath(config.grammar)}")
-    if config.profile:
-        command.append(f"--profile={config.profile}")
+        if config.persistent:
+            command.append("--persistent=on")
+            if config.restart_every is not None:
+                command.append(f"--restart-every={config.restart_every}")
+        if config.grammar:
+            command.append(f"--grammar={os.path.abspath(config.grammar)}")
+        if config.profile:
+            command.append(f"--profile={config.profile}")
     command.append(f"--artifacts={config.artifacts.resolve()}")
     command.extend(libfuzzer_flags(config))
     command.append(str(config.corpus.resolve()))
@@ -467,6 +480,9 @@ class _Progress:
         self.done_runs: Optional[int] = None
         self.stat_runs: Optional[int] = None
         self.edges: Optional[int] = None  # AFL++ edges seen (the most of any worker)
+        self.in_target: Optional[float] = None
+        self.restarts: Optional[int] = None
+        self.restart_reasons: list[str] = []
 
     def feed(self, line: str) -> None:
         summary = parse_summary(line)
@@ -475,6 +491,14 @@ class _Progress:
             edges = _EDGES.search(line)
             if edges:
                 self.edges = max(self.edges or 0, int(edges.group(1)))
+            in_target = _IN_TARGET.search(line)
+            if in_target:
+                self.in_target = (self.in_target or 0.0) + float(in_target.group(1))
+            persistent = _PERSISTENT.search(line)
+            if persistent:
+                self.restarts = (self.restarts or 0) + int(persistent.group(1))
+                if persistent.group(2) != "none":
+                    self.restart_reasons.append(persistent.group(2))
             return
         for pattern, attr in ((_FORK_STATUS, "fork_runs"), (_STATUS, "status_runs"),
                               (_DONE, "done_runs"), (_STAT_RUNS, "stat_runs")):
@@ -560,8 +584,29 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         findings=findings,
         orphans=orphans,
         edges=progress.edges,
+        in_target=progress.in_target,
+        restarts=progress.restarts,
+        restart_reasons="; ".join(progress.restart_reasons),
         interrupted=interrupted,
     )
+
+
+def _throughput_lines(config: CampaignConfig, result: CampaignResult) -> list[str]:
+    """Where the time went: inside the target runs, outside them, restarts."""
+    lines = []
+    over = result.rate_seconds or result.seconds
+    if result.in_target is not None and config.jobs == 1 and over > 0:
+        outside = max(0.0, over - result.in_target)
+        lines.append(f"  time:        {result.in_target:.1f} s in the target, {outside:.1f} s outside "
+                     f"({100 * outside / over:.0f}%: mutation, decoding, rendering, judging, libFuzzer)")
+    elif result.in_target is not None:
+        lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
+    if config.persistent and result.restarts is None:
+        lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
+    elif config.persistent:
+        reasons = f" ({result.restart_reasons})" if result.restart_reasons else ""
+        lines.append(f"  persistent:  {result.restarts} driver restarts{reasons}")
+    return lines
 
 
 def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
@@ -574,6 +619,7 @@ def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
         over = result.rate_seconds or result.seconds
         lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s)"
                      if rate is not None else f"  executions:  {result.executions}")
+    lines.extend(_throughput_lines(config, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
     if result.edges is not None:
         per_worker = " (the most any worker saw)" if config.jobs > 1 else ""

@@ -202,6 +202,9 @@ class Verdict:
     why: str  # empty when not a finding
     rule: str = ""  # name of the expectation rule that applied
     kind: str = ""  # one of FINDING_KINDS; empty when not a finding
+    # A persistent driver's finding that a fresh process does not reproduce
+    # (state carried between inputs; harness.run.persistent).
+    persistent_only: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -210,6 +213,7 @@ class Verdict:
             "finding": self.finding,
             "finding_kind": self.kind,
             "why": self.why,
+            "persistent_only": self.persistent_only,
         }
 
 
@@ -533,14 +537,19 @@ def _tail(s: str) -> str:
     return t[-_STDERR_TAIL_CHARS:]
 
 
-def write_finding(directory, name: str, text: str, target: Target, verdict: Verdict) -> None:
+def write_finding(
+    directory, name: str, text: str, target: Target, verdict: Verdict, extra: Mapping | None = None
+) -> None:
     """Write ``NAME.mlir`` (the program as the target read it) and ``NAME.json``.
 
     ``NAME.json`` holds: ``name``, ``target`` (name, argv, render, limits,
     expectations source), ``command`` (a shell line that reproduces the run),
     ``outcome`` (kind), ``returncode``, ``signal``, ``signal_name``,
     ``reason``, ``duration``, ``stderr_tail``, ``stdout_tail``, ``expected``,
-    ``rule``, ``finding``, ``finding_kind`` (one of FINDING_KINDS) and ``why``.
+    ``rule``, ``finding``, ``finding_kind`` (one of FINDING_KINDS), ``why`` and
+    ``persistent_only`` (true: only a persistent driver failed, a fresh
+    process did not; ``why`` then starts with ``persistent-only:``), plus
+    ``extra``'s keys (e.g. ``persistent``: harness.run.persistent).
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -560,6 +569,7 @@ def write_finding(directory, name: str, text: str, target: Target, verdict: Verd
         "stderr_tail": _tail(o.stderr),
         "stdout_tail": _tail(o.stdout),
         **verdict.to_json(),
+        **(extra or {}),
     }
     tmp = d / f".{name}.json.tmp"
     tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
