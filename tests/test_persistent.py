@@ -25,6 +25,15 @@ import pytest
 from harness.core.engine import generate as generate_trees
 from harness.core.grammar import default_grammar
 from harness.core.render import render as render_tree
+from harness.run.persistent import (
+    DRIVER_ENV,
+    DriverError,
+    PersistentRunner,
+    PersistentTarget,
+    default_driver_path,
+    persistent_target,
+)
+from harness.run.runner import DEFAULT_MLIR_PIPELINE, OutcomeKind, Target, resolve_target, run_program
 
 G = default_grammar()
 
@@ -35,15 +44,7 @@ def generate(engine: str, seed: int, count: int):
 
 def render(tree, style: str = "canonical") -> str:
     return render_tree(tree, G, style)
-from harness.run.persistent import (
-    DRIVER_ENV,
-    DriverError,
-    PersistentRunner,
-    PersistentTarget,
-    default_driver_path,
-    persistent_target,
-)
-from harness.run.runner import DEFAULT_MLIR_PIPELINE, OutcomeKind, Target, resolve_target, run_program
+
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SOURCE = Path(__file__).parent / "fixtures" / "persistent_fake.c"
