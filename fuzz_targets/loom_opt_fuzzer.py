@@ -54,6 +54,11 @@ they are off by default (``--grammar-features on`` adds them): they would
 fill the corpus with programs the target does not tell apart and dilute the
 energy libFuzzer gives to inputs that reached new code.
 
+Statistics.  With ``$LOOMFUZZ_STATS`` set (``loomfuzz fuzz`` sets it to
+``ARTIFACTS/stats-workers.csv``) the target appends a row of its counters
+every ``$LOOMFUZZ_STATS_INTERVAL`` seconds and at exit
+(``harness.fuzzing.series``).
+
 At exit it prints one line: ``loom-fuzz summary: N executions in S s (R
 exec/s); findings: ...`` (``loomfuzz fuzz`` reads it).
 """
@@ -64,6 +69,7 @@ import dataclasses
 import gc
 import hashlib
 import os
+import re
 import shlex
 import sys
 import time
@@ -86,6 +92,7 @@ from harness.fuzzing.campaign import (
     register_exit_hooks,
     split_options,
 )
+from harness.fuzzing.series import WorkerSeries
 from harness.core.choices import SLOT_COUNT
 from harness.core.codec import decode
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
@@ -158,7 +165,8 @@ class GrammarFeatures:
 
 
 class LoomOptFuzzer:
-    def __init__(self, target, directory: str, prefix: str, features=None, bridge=None) -> None:
+    def __init__(self, target, directory: str, prefix: str, features=None, bridge=None,
+                 series=None) -> None:
         self.target = target
         self.directory = directory  # where sidecars go (the -artifact_prefix folder)
         self.prefix = prefix  # file-name part of -artifact_prefix
@@ -170,6 +178,9 @@ class LoomOptFuzzer:
         self.findings: Counter = Counter()
         self.finding_files: list[str] = []
         self.summarised = False
+        # harness.fuzzing.series.WorkerSeries: this process's rows of stats-workers.csv.
+        # A test loop that computes grammar coverage calls series.set("grammar_coverage", value).
+        self.series = series
 
     def test_one_input(self, data: bytes) -> None:
         started = time.monotonic()
@@ -196,6 +207,12 @@ class LoomOptFuzzer:
             self.features.verdict(verdict)
         self.executions += 1
         self.last = time.monotonic()
+        series = self.series
+        if series is not None:
+            if verdict.finding:
+                series.finding(verdict.kind)
+            if self.last >= series.next_row:
+                series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             write_finding(self.directory, name, text, target, verdict)
@@ -220,6 +237,8 @@ class LoomOptFuzzer:
         if total:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.findings.items()))
             line += f" ({kinds}) -> {', '.join(self.finding_files)}"
+        if self.series is not None:
+            self.series.close(self.executions, self.bridge.edges_seen if self.bridge is not None else None)
         if self.bridge is not None:
             line += f"; coverage: {self.bridge.edges_seen} edges seen"
             try:
@@ -243,6 +262,18 @@ def _open_coverage(kind: str, binary: str):
         return open_bridge(kind, binary)
     except CoverageUnavailable as error:
         fail(f"--coverage {kind}: {error}")
+
+
+def _worker_name(flags: list[str]) -> str:
+    """``job-N`` for libFuzzer's fork-mode job N (its corpus is .../C<N>), ``merge-P``
+    for a process libFuzzer runs to merge a corpus, else ``pid-P``."""
+    if has_flag(flags, "merge_control_file") or has_flag(flags, "merge_inner"):
+        return f"merge-{os.getpid()}"
+    for arg in reversed(flags):
+        match = re.search(r"FuzzWithFork\d+\.dir/C(\d+)/?$", arg)
+        if match:
+            return f"job-{match.group(1)}"
+    return f"pid-{os.getpid()}"
 
 
 def main(argv: list[str]) -> None:
@@ -307,7 +338,8 @@ def main(argv: list[str]) -> None:
     if grammar == "on" or (grammar == "auto" and coverage == "none"):
         rules = ["", DEFAULT_RULE.name, *(rule.name for rule in target.expectations.rules)]
         features = GrammarFeatures(atheris._reserve_counter, rules)
-    fuzzer = LoomOptFuzzer(target, directory, base, features, bridge)
+    series = None if is_fork_parent else WorkerSeries.from_environment(_worker_name(flags))
+    fuzzer = LoomOptFuzzer(target, directory, base, features, bridge, series)
     register_exit_hooks(fuzzer.summary)
 
     atheris.Setup(flags, fuzzer.test_one_input,

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import TargetError, add_target_arguments, target_from_args, whole_number
+from harness.commands import (
+    TargetError,
+    add_target_arguments,
+    positive_number,
+    target_from_args,
+    whole_number,
+)
 
 EPILOG = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
@@ -18,6 +24,11 @@ artifacts folder.  Flags after `--` go to libFuzzer (e.g. -- -timeout=60
 -rss_limit_mb=4096); they win over the ones loomfuzz derives.  A single process
 stops at its first finding (libFuzzer's way); with --jobs N the workers keep
 going (-ignore_crashes=1) and their findings gather in the artifacts folder.
+The artifacts folder also gets stats.csv (the campaign's time series, one row
+every --stats-interval seconds and one at the end; `loomfuzz plot` draws it)
+and stats-workers.csv (each worker's own rows).  On a terminal a one-line
+status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
+progress lines; piped, the output passes unchanged plus plain status lines.
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
 2 the fuzz target failed without a finding, 130 interrupted.
@@ -44,6 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
                         help="structural feedback from the program's shape and the outcome; "
                              "auto (default): on without --coverage, off with it")
+    parser.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
+                        help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
     parser.add_argument("--self", dest="self_test", action="store_true",
                         help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
                              "instead of a target")
@@ -154,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         libfuzzer_args=list(args.libfuzzer),
         env=env,
+        stats_interval=args.stats_interval,
     )
     try:
         result = run_campaign(config, script)

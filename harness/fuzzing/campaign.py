@@ -18,7 +18,10 @@ streams libFuzzer's output, and prints a summary at the end.  It
   ``sys.executable`` goes first on the child's ``PATH``;
 * counts, at the end, the executions, the corpus files before and after, and
   the findings: the ``.json`` sidecars the fuzz target wrote into the
-  artifacts folder during this run, by kind.
+  artifacts folder during this run, by kind;
+* records the campaign's time series, ``stats.csv`` in the artifacts folder
+  (``harness.fuzzing.series``), and shows it as a live status line
+  (``harness.fuzzing.status``).
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
@@ -337,6 +340,7 @@ class CampaignConfig:
     seed_count: int = 48
     libfuzzer_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
+    stats_interval: Optional[float] = None  # seconds between rows of stats.csv (None: series' default)
 
 
 @dataclass
@@ -446,6 +450,28 @@ def _crash_files(artifacts: Path) -> set[str]:
     }
 
 
+class _FindingCounter:
+    """Findings by kind from the sidecars new since the campaign started (each read once)."""
+
+    def __init__(self, artifacts: Path, before: set[str]) -> None:
+        self.artifacts = artifacts
+        self.before = before
+        self.kinds: dict[str, str] = {}  # sidecar name -> kind
+
+    def counts(self) -> dict[str, int]:
+        for name in sorted(_sidecars(self.artifacts) - self.before - set(self.kinds)):
+            try:
+                record = json.loads((self.artifacts / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # still being written: read at the next sample
+            if isinstance(record, dict) and "outcome" in record:
+                self.kinds[name] = finding_kind(record)
+        counts: dict[str, int] = {}
+        for kind in self.kinds.values():
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
 class _Progress:
     """Parses the fuzz target's output while it streams through."""
 
@@ -485,6 +511,9 @@ class _Progress:
 
 def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr) -> CampaignResult:
     """Run the fuzz target to its end, streaming its output to ``out``."""
+    from harness.fuzzing.series import DEFAULT_INTERVAL, CampaignSeries
+    from harness.fuzzing.status import StatusDisplay
+
     config.corpus.mkdir(parents=True, exist_ok=True)
     config.artifacts.mkdir(parents=True, exist_ok=True)
     corpus_before = count_files(config.corpus)
@@ -497,13 +526,25 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     progress = _Progress()
     interrupted = False
     start = time.monotonic()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    display = StatusDisplay(out)
+    series = CampaignSeries(
+        config.artifacts, corpus_size=lambda: count_files(config.corpus),
+        findings=_FindingCounter(config.artifacts, sidecars_before).counts,
+        libfuzzer_executions=lambda: progress.executions()[0],
+        interval=config.stats_interval or DEFAULT_INTERVAL, on_sample=display.update, started=start,
+    )
+    env.update(series.environment)
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    except OSError:
+        series.finish()
+        raise
+    series.start()
     assert proc.stdout is not None
     try:
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
-            out.write(line)
-            out.flush()
+            display.line(line)
             progress.feed(line.rstrip("\n"))
         proc.wait()
     except KeyboardInterrupt:
@@ -517,7 +558,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         try:
             for raw in proc.stdout:
                 line = raw.decode("utf-8", errors="replace")
-                out.write(line)
+                display.line(line)
                 progress.feed(line.rstrip("\n"))
             proc.wait(timeout=30)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
@@ -527,6 +568,11 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
         interrupted = True
     executions, rate_seconds = progress.executions()
+    series.stop()
+    counted = series.worker_executions()
+    if counted is not None and (executions is None or counted > executions):
+        # fork mode: libFuzzer does not count the jobs still running when it stops
+        executions, rate_seconds = counted, None
     findings: dict[str, list[dict]] = {}
     new_sidecars = sorted(_sidecars(config.artifacts) - sidecars_before)
     for name in new_sidecars:
@@ -539,7 +585,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         findings.setdefault(finding_kind(record), []).append(record)
     stems = {name[: -len(".json")] for name in new_sidecars}
     orphans = sorted(n for n in _crash_files(config.artifacts) - crashes_before if n not in stems)
-    return CampaignResult(
+    result = CampaignResult(
         returncode=proc.returncode,
         executions=executions,
         seconds=seconds,
@@ -551,6 +597,12 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         edges=progress.edges,
         interrupted=interrupted,
     )
+    series.finish(
+        executions=result.executions, corpus=result.corpus_after, edges=result.edges,
+        findings={kind: len(records) for kind, records in findings.items()}, elapsed=seconds,
+    )
+    display.close()
+    return result
 
 
 def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
