@@ -441,7 +441,7 @@ class CampaignSeries:
                 known = [n for n in (self.tail.total("executions"), self.libfuzzer_executions(),
                                      previous.executions if previous is not None else None)
                          if n is not None]
-                executions = max(known) if known else None
+                executions = max(known) if known else 0  # nothing has reported a run yet
             if edges is None:
                 edges = self.tail.most("edges")
             rate = self._rate(executions, now)
