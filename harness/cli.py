@@ -17,6 +17,7 @@ COMMANDS = {
     "decode": "print the program each fuzz input (bytes) stands for",
     "fuzz": "run a coverage-guided atheris campaign against loom-opt or mlir-opt",
     "triage": "reproduce, bucket, minimize and report crashes",
+    "plot": "draw campaigns' stats.csv as PNG charts with an index.html",
 }
 
 

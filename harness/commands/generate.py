@@ -26,6 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "'// -----' lines (default -)")
     parser.add_argument("--stats", action="store_true",
                         help="print a table of every convention choice's observed frequency next to its weight")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+                        help="draw every weighted choice's observed frequency against its expected "
+                             "one into a PNG")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.stats import ChoiceCounts
 
     programs = generate(args.engine, args.seed, args.count)
-    counts = ChoiceCounts() if args.stats else None
+    counts = ChoiceCounts() if args.stats or args.plot else None
     if counts is not None:
         programs = _counted(programs, counts)
     to_stdout = args.output == "-"
@@ -95,11 +98,35 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"loomfuzz generate: error: {error}", file=sys.stderr)
         return 1
-    if counts is not None:
+    if args.plot is not None:
+        from harness.plots import choice_frequency_chart
+
+        try:
+            choice_frequency_chart(args.plot, _choice_rows(counts),
+                                   title=f"{counts.programs} programs (seed {args.seed}): observed vs expected")
+        except (OSError, ValueError) as error:
+            print(f"loomfuzz generate: error: cannot write the plot {args.plot}: "
+                  f"{getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            return 1
+    if args.stats:
         print(counts.table(), end="", file=sys.stderr if to_stdout else sys.stdout)
     elif not to_stdout:
         print(f"wrote {args.count} programs to {args.output}")
     return 0
+
+
+def _choice_rows(counts) -> list:
+    """The plot's rows (decision, alternative, observed count, expected probability) from
+    harness.core.stats.ChoiceCounts."""
+    from harness.core.grammar import DECISIONS
+    from harness.core.stats import CONVENTIONS, alternative_label
+    from harness.plots import ChoiceRow
+
+    return [
+        ChoiceRow(CONVENTIONS[symbol], alternative_label(symbol, index), counts.counts[symbol][index], probability)
+        for symbol, decision in DECISIONS.items()
+        for index, probability in enumerate(decision.probabilities)
+    ]
 
 
 def _counted(programs, counts):
