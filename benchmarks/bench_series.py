@@ -90,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer inputs and rounds")
     args = parser.parse_args()
-    inputs_n, rounds, samples = (600, 2, 20) if args.quick else (2000, 3, 100)
+    inputs_n, rounds, samples = (600, 2, 20) if args.quick else (2000, 5, 100)
     with tempfile.TemporaryDirectory(prefix="bench-series-") as tmp:
         workdir = Path(tmp)
         check, row = hook_costs(workdir)

@@ -311,9 +311,24 @@ def inspect_corpus(corpus: Path) -> CorpusReport:
 
 
 def count_files(folder: Path) -> int:
+    """Regular files under ``folder`` (hidden folders skipped, as libFuzzer does).
+    ``os.scandir``: file types come with the listing, no stat per file (the
+    statistics sampler counts the corpus every few seconds)."""
     if not folder.is_dir():
         return 0
-    return sum(1 for path in _corpus_entries(folder) if path.is_file())
+    total, pending = 0, [folder]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir():
+                        if not entry.is_symlink() and not entry.name.startswith("."):
+                            pending.append(Path(entry.path))
+                    elif entry.is_file():
+                        total += 1
+        except OSError:
+            continue
+    return total
 
 
 # ---------------------------------------------------------------- campaign
