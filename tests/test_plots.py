@@ -84,6 +84,7 @@ def test_plot_errors_are_one_line(two_campaigns, tmp_path):
         ([tmp_path], r": no stats\.csv in this folder"),
         ([bad], r"bad\.csv:2: 2 fields, the header has \d+"),
         ([runs["plain"], runs["plain"]], r"both labelled"),
+        ([runs["plain"] / "stats-workers.csv"], r"stats-workers\.csv: the workers' own rows"),
     ):
         result = loomfuzz("plot", *args, "-o", tmp_path / "out", cwd=root)
         assert result.returncode == 1

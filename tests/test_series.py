@@ -18,6 +18,7 @@ import pytest
 
 from harness.fuzzing.series import (
     COLUMNS,
+    CampaignSeries,
     STATS_FILE,
     WORKER_COLUMNS,
     WORKERS_FILE,
@@ -186,3 +187,28 @@ def test_worker_series_hook_and_rotation(tmp_path):
     moved = rotate_previous(tmp_path)
     assert sorted(p.name.split("-")[0] for p in moved) == ["stats", "stats"]
     assert not path.exists() and any(read_series(p) == rows for p in moved)
+
+
+def test_campaign_series_merges_the_workers_rows(tmp_path):
+    corpus_size = iter(range(10, 100))
+    series = CampaignSeries(tmp_path, corpus_size=lambda: next(corpus_size), findings=lambda: {"crash": 1},
+                            libfuzzer_executions=lambda: 7, interval=3600)
+    first = series.sample()
+    assert first.executions == 7 and first.workers == 0  # no worker row yet: libFuzzer's count
+    a = WorkerSeries(series.workers_path, "job-1", 3600)
+    b = WorkerSeries(series.workers_path, "job-2", 3600)
+    a.set("grammar_coverage", 0.5)
+    a.record(100, 40)
+    b.record(30, 55)
+    merged = series.sample()
+    assert (merged.executions, merged.edges, merged.grammar_coverage, merged.workers) == (130, 55, 0.5, 2)
+    a.close(150, 41)  # a job ends: its last figure stays in the total
+    b.record(60, 56)
+    merged = series.sample()
+    assert (merged.executions, merged.edges, merged.workers) == (210, 56, 1)
+    last = series.finish(executions=215, corpus=99, edges=56, findings={"crash": 2}, elapsed=12.0)
+    assert last.final and last.executions == 215
+    rows = read_series(tmp_path / STATS_FILE)
+    assert [r["executions"] for r in rows] == [7, 130, 210, 215]
+    assert [r["corpus"] for r in rows] == [10, 11, 12, 99] and rows[-1]["elapsed_s"] == 12
+    assert [r["findings_crash"] for r in rows] == [1, 1, 1, 2] and [r["final"] for r in rows] == [0, 0, 0, 1]

@@ -77,6 +77,8 @@ def load_campaign(argument: str) -> Campaign:
     rows = read_series(path)
     if not rows:
         raise SeriesError(f"{path}: no rows yet")
+    if "worker" in rows[0]:
+        raise SeriesError(f"{path}: the workers' own rows, interleaved; plot the merged {STATS_FILE} beside it")
     if label is None:
         label = path_text.rstrip("/")
         if label.endswith(f"/{STATS_FILE}"):
