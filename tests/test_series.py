@@ -74,7 +74,8 @@ def test_stats_csv_of_a_short_campaign(fake_loom_opt, tmp_path):
     assert_last_row_is_the_summary(rows, result.stdout)
     assert rows[-1]["executions"] > rows[len(rows) // 2]["executions"] > 0
     assert all(r["edges"] is None and r["grammar_coverage"] is None for r in rows)  # no bridge, no hook
-    assert all(r["exec_per_s"] > 0 for r in rows[len(rows) // 2:])  # past start-up, it runs
+    running = [r["exec_per_s"] for r in rows[len(rows) // 2:]]
+    assert sum(rate > 0 for rate in running) >= len(running) - 1, running  # past start-up, it runs
     # the one worker's own rows: same totals, its last row is its exit
     workers = read_series(artifacts / WORKERS_FILE)
     assert set(workers[0]) == set(WORKER_COLUMNS)
