@@ -58,7 +58,7 @@ Feedback.  With ``--coverage afl`` libFuzzer sees the target's edges.
 Without it (an uninstrumented loom-opt, upstream mlir-opt) each run reports
 grammar features as libFuzzer counters instead: the program's k-path features
 (``harness.core.features``: every alternative chosen, every parent/child pair
-of choices) and the outcome (kind and expectation rule), so the corpus keeps
+of choices, each counted as often as the program has it) and the outcome (kind and expectation rule), so the corpus keeps
 structurally different programs.  With real coverage
 they are off by default (``--grammar-features on`` adds them): they would
 fill the corpus with programs the target does not tell apart and dilute the
@@ -151,8 +151,10 @@ class GrammarFeatures:
         # Looked up per call: atheris swaps in the working _trace_branch when
         # Fuzz() starts; a reference taken before would keep the no-op.
         trace, counters = atheris._trace_branch, self.counters
-        for feature in self.kpath.of(tree):
-            trace(counters[feature])
+        for feature, hits in self.kpath.counts(tree).items():
+            counter = counters[feature]
+            for _ in range(hits):
+                trace(counter)
 
     def verdict(self, verdict) -> None:
         counter = self.outcome.get((verdict.outcome.kind, verdict.rule))

@@ -99,12 +99,12 @@ def test_generate_plot_of_observed_vs_expected(tmp_path):
     result = loomfuzz("generate", "-n", 2000, "--seed", 3, "--stats", "--plot", png, "-o", tmp_path / "c",
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "C8 body" in result.stdout  # the table is still printed
+    assert "<region>" in result.stdout  # the table is still printed
     image = Image.open(png)
-    rows = len(re.findall(r"^\s*(?:C\d+ [\w -]+?)?\s+\S+\s+\d\.\d{4}\s+\d\.\d{4}\s+\d+", result.stdout, re.M))
+    rows = len(re.findall(r"^\s*(?:<[\w-]+>)?\s+\S+\s+\d\.\d{4}\s+\d\.\d{4}\s+\d+", result.stdout, re.M))
     assert rows == 17
     assert image.size == (800, int((0.32 * rows + 1.2) * 100))
-    # one colour per decision (C1, C6, C3, C7, C8, C9): matplotlib's first six, bars at alpha 0.75
+    # one colour per weighted nonterminal (six in the default grammar): matplotlib's first six, bars at alpha 0.75
     blended = [tuple(round(255 - 0.75 * (255 - c)) for c in colour)
                for colour in (BLUE, ORANGE, (0x2C, 0xA0, 0x2C), (0xD6, 0x27, 0x28), (0x94, 0x67, 0xBD),
                               (0x8C, 0x56, 0x4B))]
