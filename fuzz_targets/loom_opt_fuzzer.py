@@ -58,11 +58,16 @@ Feedback.  With ``--coverage afl`` libFuzzer sees the target's edges.
 Without it (an uninstrumented loom-opt, upstream mlir-opt) each run reports
 grammar features as libFuzzer counters instead: the program's k-path features
 (``harness.core.features``: every alternative chosen, every parent/child pair
-of choices) and the outcome (kind and expectation rule), so the corpus keeps
+of choices, each counted as often as the program has it) and the outcome (kind and expectation rule), so the corpus keeps
 structurally different programs.  With real coverage
 they are off by default (``--grammar-features on`` adds them): they would
 fill the corpus with programs the target does not tell apart and dilute the
 energy libFuzzer gives to inputs that reached new code.
+
+Statistics.  With ``$LOOMFUZZ_STATS`` set (``loomfuzz fuzz`` sets it to
+``ARTIFACTS/stats-workers.csv``) the target appends a row of its counters
+every ``$LOOMFUZZ_STATS_INTERVAL`` seconds and at exit
+(``harness.fuzzing.series``).
 
 At exit it prints one line: ``loom-fuzz summary: N executions in S s (R
 exec/s); findings: ...; time in target: T s`` (T: inside the runs,
@@ -77,6 +82,7 @@ import dataclasses
 import gc
 import hashlib
 import os
+import re
 import shlex
 import sys
 import time
@@ -104,6 +110,7 @@ from harness.core.features import KPathFeatures
 from harness.core.grammar import GrammarError, load
 from harness.core.mutate import Mutator
 from harness.core.render import renderer
+from harness.fuzzing.series import WorkerSeries
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
 from harness.run.runner import (
     OutcomeKind,
@@ -144,8 +151,10 @@ class GrammarFeatures:
         # Looked up per call: atheris swaps in the working _trace_branch when
         # Fuzz() starts; a reference taken before would keep the no-op.
         trace, counters = atheris._trace_branch, self.counters
-        for feature in self.kpath.of(tree):
-            trace(counters[feature])
+        for feature, hits in self.kpath.counts(tree).items():
+            counter = counters[feature]
+            for _ in range(hits):
+                trace(counter)
 
     def verdict(self, verdict) -> None:
         counter = self.outcome.get((verdict.outcome.kind, verdict.rule))
@@ -158,7 +167,7 @@ class GrammarFeatures:
 
 class LoomOptFuzzer:
     def __init__(self, grammar, target, directory: str, prefix: str, features=None,
-                 bridge=None, persistent=None) -> None:
+                 bridge=None, persistent=None, series=None) -> None:
         self.grammar = grammar
         self.render = renderer(grammar, target.render).render
         self.target = target
@@ -174,6 +183,9 @@ class LoomOptFuzzer:
         self.findings: Counter = Counter()
         self.finding_files: list[str] = []
         self.summarised = False
+        # harness.fuzzing.series.WorkerSeries: this process's rows of stats-workers.csv.
+        # A test loop that computes grammar coverage calls series.set("grammar_coverage", value).
+        self.series = series
 
     def test_one_input(self, data: bytes) -> None:
         started = time.monotonic()
@@ -207,6 +219,12 @@ class LoomOptFuzzer:
             self.features.verdict(verdict)
         self.executions += 1
         self.last = time.monotonic()
+        series = self.series
+        if series is not None:
+            if verdict.finding:
+                series.finding(verdict.kind)
+            if self.last >= series.next_row:
+                series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             if self.persistent is not None:
@@ -238,6 +256,8 @@ class LoomOptFuzzer:
         if self.persistent is not None:
             line += f"; persistent: {self.persistent.stats.describe()}"
             self.persistent.close()
+        if self.series is not None:
+            self.series.close(self.executions, self.bridge.edges_seen if self.bridge is not None else None)
         if self.bridge is not None:
             line += f"; coverage: {self.bridge.edges_seen} edges seen"
             try:
@@ -277,6 +297,18 @@ def _persistent_target(target, restart_every: str | None):
         return persistent_target(target, restart_every=every)
     except DriverError as error:
         fail(f"--persistent: {error}", 1)
+
+
+def _worker_name(flags: list[str]) -> str:
+    """``job-N`` for libFuzzer's fork-mode job N (its corpus is .../C<N>), ``merge-P``
+    for a process libFuzzer runs to merge a corpus, else ``pid-P``."""
+    if has_flag(flags, "merge_control_file") or has_flag(flags, "merge_inner"):
+        return f"merge-{os.getpid()}"
+    for arg in reversed(flags):
+        match = re.search(r"FuzzWithFork\d+\.dir/C(\d+)/?$", arg)
+        if match:
+            return f"job-{match.group(1)}"
+    return f"pid-{os.getpid()}"
 
 
 def main(argv: list[str]) -> None:
@@ -363,7 +395,8 @@ def main(argv: list[str]) -> None:
     if target.render not in grammar.renderings:
         fail(f"target {target.name} reads the {target.render!r} rendering, which the grammar "
              f"{grammar.source} does not define (it has: {', '.join(grammar.renderings)})")
-    fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge, runner)
+    series = None if is_fork_parent else WorkerSeries.from_environment(_worker_name(flags))
+    fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge, runner, series)
     register_exit_hooks(fuzzer.summary)
 
     mutator = Mutator(grammar)

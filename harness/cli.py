@@ -18,6 +18,7 @@ COMMANDS = {
     "fuzz": "run a coverage-guided atheris campaign against loom-opt or mlir-opt",
     "triage": "reproduce, bucket, minimize and report crashes",
     "run": "run many programs (files, a stream or generated) against a target in batches",
+    "plot": "draw campaigns' stats.csv as PNG charts with an index.html",
     "enumerate": "count, write or run every program of the grammar by its index (exhaustive sweeps)",
 }
 

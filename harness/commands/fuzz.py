@@ -11,6 +11,7 @@ from harness.commands import (
     add_grammar_arguments,
     add_target_arguments,
     grammar_from_args,
+    positive_number,
     target_from_args,
     whole_number,
 )
@@ -25,6 +26,11 @@ artifacts folder.  Flags after `--` go to libFuzzer (e.g. -- -timeout=60
 -rss_limit_mb=4096); they win over the ones loomfuzz derives.  A single process
 stops at its first finding (libFuzzer's way); with --jobs N the workers keep
 going (-ignore_crashes=1) and their findings gather in the artifacts folder.
+The artifacts folder also gets stats.csv (the campaign's time series, one row
+every --stats-interval seconds and one at the end; `loomfuzz plot` draws it)
+and stats-workers.csv (each worker's own rows).  On a terminal a one-line
+status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
+progress lines; piped, the output passes unchanged plus plain status lines.
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
 2 the fuzz target failed without a finding, 130 interrupted.
@@ -59,6 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "fresh process")
     parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
                         help="with --persistent: restart the driver after N programs (default 10000)")
+    parser.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
+                        help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
     parser.add_argument("--self", dest="self_test", action="store_true",
                         help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
                              "instead of a target")
@@ -184,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         persistent=args.persistent,
         restart_every=args.restart_every,
         env=env,
+        stats_interval=args.stats_interval,
     )
     try:
         result = run_campaign(config, script)

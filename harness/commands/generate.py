@@ -29,6 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stats", action="store_true",
                         help="print a table of every weighted choice's observed frequency next to its "
                              "probability, with a chi-square p-value per nonterminal")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+                        help="draw every weighted choice's observed frequency against its expected "
+                             "one into a PNG")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(grammar.renderings)}", file=sys.stderr)
         return 2
     programs = generate(grammar, args.engine, args.seed, args.count)
-    counts = ChoiceCounts(grammar) if args.stats else None
+    counts = ChoiceCounts(grammar) if args.stats or args.plot else None
     if counts is not None:
         programs = _counted(programs, counts)
     to_stdout = args.output == "-"
@@ -105,11 +108,30 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"loomfuzz generate: error: {error}", file=sys.stderr)
         return 1
-    if counts is not None:
+    if args.plot is not None:
+        from harness.plots import choice_frequency_chart
+
+        try:
+            choice_frequency_chart(args.plot, _choice_rows(counts),
+                                   title=f"{counts.programs} programs (seed {args.seed}): observed vs expected")
+        except (OSError, ValueError) as error:
+            print(f"loomfuzz generate: error: cannot write the plot {args.plot}: "
+                  f"{getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            return 1
+    if args.stats:
         print(counts.table(), end="", file=sys.stderr if to_stdout else sys.stdout)
     elif not to_stdout:
         print(f"wrote {args.count} programs to {args.output}")
     return 0
+
+
+def _choice_rows(counts) -> list:
+    """The plot's rows (decision, alternative, observed count, expected probability) from
+    harness.core.stats.ChoiceCounts."""
+    from harness.plots import ChoiceRow
+
+    return [ChoiceRow(symbol, label, observed, probability)
+            for symbol, label, probability, observed, _ in counts.rows()]
 
 
 def _counted(programs, counts):

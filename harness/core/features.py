@@ -75,13 +75,18 @@ class KPathFeatures:
 
     def of(self, tree: Node) -> set[int]:
         """The features one tree has."""
-        index, decision, out = self.index, self.decision, set()
+        return set(self.counts(tree))
+
+    def counts(self, tree: Node) -> dict[int, int]:
+        """How often the tree has each of its features (libFuzzer buckets hit counts, so
+        a program with more of a feature than any before is new to it too)."""
+        index, decision, out = self.index, self.decision, {}
         stack: list[tuple[Node, tuple[int, int]]] = [(tree, ROOT)]
         while stack:
             (n, a, kids), parent = stack.pop()
             if decision[n]:
-                out.add(index[Feature(1, ROOT, (n, a))])
-                out.add(index[Feature(2, parent, (n, a))])
+                for key in (index[Feature(1, ROOT, (n, a))], index[Feature(2, parent, (n, a))]):
+                    out[key] = out.get(key, 0) + 1
                 parent = (n, a)
             for kid in kids:
                 stack.append((kid, parent))

@@ -19,7 +19,10 @@ streams libFuzzer's output, and prints a summary at the end.  It
   ``sys.executable`` goes first on the child's ``PATH``;
 * counts, at the end, the executions, the corpus files before and after, and
   the findings: the ``.json`` sidecars the fuzz target wrote into the
-  artifacts folder during this run, by kind.
+  artifacts folder during this run, by kind;
+* records the campaign's time series, ``stats.csv`` in the artifacts folder
+  (``harness.fuzzing.series``), and shows it as a live status line
+  (``harness.fuzzing.status``).
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
@@ -317,9 +320,24 @@ def inspect_corpus(corpus: Path, grammar) -> CorpusReport:
 
 
 def count_files(folder: Path) -> int:
+    """Regular files under ``folder`` (hidden folders skipped, as libFuzzer does).
+    ``os.scandir``: file types come with the listing, no stat per file (the
+    statistics sampler counts the corpus every few seconds)."""
     if not folder.is_dir():
         return 0
-    return sum(1 for path in _corpus_entries(folder) if path.is_file())
+    total, pending = 0, [folder]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir():
+                        if not entry.is_symlink() and not entry.name.startswith("."):
+                            pending.append(Path(entry.path))
+                    elif entry.is_file():
+                        total += 1
+        except OSError:
+            continue
+    return total
 
 
 # ---------------------------------------------------------------- campaign
@@ -350,6 +368,7 @@ class CampaignConfig:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
     persistent: bool = False  # one long-lived driver (harness.run.persistent)
     restart_every: Optional[int] = None
+    stats_interval: Optional[float] = None  # seconds between rows of stats.csv (None: series' default)
 
 
 @dataclass
@@ -470,6 +489,28 @@ def _crash_files(artifacts: Path) -> set[str]:
     }
 
 
+class _FindingCounter:
+    """Findings by kind from the sidecars new since the campaign started (each read once)."""
+
+    def __init__(self, artifacts: Path, before: set[str]) -> None:
+        self.artifacts = artifacts
+        self.before = before
+        self.kinds: dict[str, str] = {}  # sidecar name -> kind
+
+    def counts(self) -> dict[str, int]:
+        for name in sorted(_sidecars(self.artifacts) - self.before - set(self.kinds)):
+            try:
+                record = json.loads((self.artifacts / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # still being written: read at the next sample
+            if isinstance(record, dict) and "outcome" in record:
+                self.kinds[name] = finding_kind(record)
+        counts: dict[str, int] = {}
+        for kind in self.kinds.values():
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
 class _Progress:
     """Parses the fuzz target's output while it streams through."""
 
@@ -520,6 +561,9 @@ class _Progress:
 
 def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr) -> CampaignResult:
     """Run the fuzz target to its end, streaming its output to ``out``."""
+    from harness.fuzzing.series import DEFAULT_INTERVAL, CampaignSeries
+    from harness.fuzzing.status import StatusDisplay
+
     config.corpus.mkdir(parents=True, exist_ok=True)
     config.artifacts.mkdir(parents=True, exist_ok=True)
     corpus_before = count_files(config.corpus)
@@ -532,13 +576,25 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     progress = _Progress()
     interrupted = False
     start = time.monotonic()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    display = StatusDisplay(out)
+    series = CampaignSeries(
+        config.artifacts, corpus_size=lambda: count_files(config.corpus),
+        findings=_FindingCounter(config.artifacts, sidecars_before).counts,
+        libfuzzer_executions=lambda: progress.executions()[0],
+        interval=config.stats_interval or DEFAULT_INTERVAL, on_sample=display.update, started=start,
+    )
+    env.update(series.environment)
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    except OSError:
+        series.finish()
+        raise
+    series.start()
     assert proc.stdout is not None
     try:
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
-            out.write(line)
-            out.flush()
+            display.line(line)
             progress.feed(line.rstrip("\n"))
         proc.wait()
     except KeyboardInterrupt:
@@ -552,7 +608,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         try:
             for raw in proc.stdout:
                 line = raw.decode("utf-8", errors="replace")
-                out.write(line)
+                display.line(line)
                 progress.feed(line.rstrip("\n"))
             proc.wait(timeout=30)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
@@ -562,6 +618,11 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
         interrupted = True
     executions, rate_seconds = progress.executions()
+    series.stop()
+    counted = series.worker_executions()
+    if counted is not None and (executions is None or counted > executions):
+        # fork mode: libFuzzer does not count the jobs still running when it stops
+        executions, rate_seconds = counted, None
     findings: dict[str, list[dict]] = {}
     new_sidecars = sorted(_sidecars(config.artifacts) - sidecars_before)
     for name in new_sidecars:
@@ -574,7 +635,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         findings.setdefault(finding_kind(record), []).append(record)
     stems = {name[: -len(".json")] for name in new_sidecars}
     orphans = sorted(n for n in _crash_files(config.artifacts) - crashes_before if n not in stems)
-    return CampaignResult(
+    result = CampaignResult(
         returncode=proc.returncode,
         executions=executions,
         seconds=seconds,
@@ -589,6 +650,12 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         restart_reasons="; ".join(progress.restart_reasons),
         interrupted=interrupted,
     )
+    series.finish(
+        executions=result.executions, corpus=result.corpus_after, edges=result.edges,
+        findings={kind: len(records) for kind, records in findings.items()}, elapsed=seconds,
+    )
+    display.close()
+    return result
 
 
 def _throughput_lines(config: CampaignConfig, result: CampaignResult) -> list[str]:

@@ -6,6 +6,7 @@ status)::
 
     DIR/report.md                 a table of the buckets, then the inputs that did not reproduce
     DIR/report.json               the same, machine readable (schema below)
+    DIR/report.html               the same as one page for a browser (harness.triage.report_html)
     DIR/bucket-N/minimized.mlir   the minimized program, as the target reads it
     DIR/bucket-N/regression.mlir  a lit test for loom's test/ tree (RUN line + CHECK lines + program)
     DIR/bucket-N/stderr.txt       the full stderr of one reproduction (of the minimized program)
@@ -395,7 +396,7 @@ def report_markdown(data: dict) -> str:
 
 
 def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | None = None) -> dict:
-    """Write every bucket's files, report.md and report.json; return the report data."""
+    """Write every bucket's files, report.md, report.json and report.html; return the report data."""
     out = Path(out_dir)
     data = report_data(db, run_id=run_id)
     for b in db.buckets():
@@ -412,4 +413,7 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | Non
             _write(d / "text-reduced.mlir", b["text_reduced"])
     _write(out / "report.json", json.dumps(data, indent=2) + "\n")
     _write(out / "report.md", report_markdown(data))
+    from harness.triage.report_html import report_html  # matplotlib: only when reports are written
+
+    _write(out / "report.html", report_html(data, out))
     return data
