@@ -186,6 +186,11 @@ class LoomOptFuzzer:
         # harness.fuzzing.series.WorkerSeries: this process's rows of stats-workers.csv.
         # A test loop that computes grammar coverage calls series.set("grammar_coverage", value).
         self.series = series
+        # Its grammar_coverage gauge: the share of the grammar's k-path features (k = 1 and 2
+        # together, harness.core.features) that the inputs run so far have.
+        self.kpath = None if series is None else features.kpath if features is not None \
+            else KPathFeatures(grammar)
+        self.kpath_seen: set[int] = set()
 
     def test_one_input(self, data: bytes) -> None:
         started = time.monotonic()
@@ -223,7 +228,9 @@ class LoomOptFuzzer:
         if series is not None:
             if verdict.finding:
                 series.finding(verdict.kind)
+            self.kpath_seen |= self.kpath.of(program)
             if self.last >= series.next_row:
+                series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
                 series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
@@ -257,6 +264,7 @@ class LoomOptFuzzer:
             line += f"; persistent: {self.persistent.stats.describe()}"
             self.persistent.close()
         if self.series is not None:
+            self.series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
             self.series.close(self.executions, self.bridge.edges_seen if self.bridge is not None else None)
         if self.bridge is not None:
             line += f"; coverage: {self.bridge.edges_seen} edges seen"

@@ -386,6 +386,7 @@ class CampaignResult:
     in_target: Optional[float] = None  # seconds inside the runs (summed over workers)
     restarts: Optional[int] = None  # persistent drivers restarted (summed over workers)
     restart_reasons: str = ""
+    grammar_coverage: Optional[str] = None  # "grammar coverage: k=1 a/b, k=2 c/d" of the corpus after
 
     @property
     def finding_count(self) -> int:
@@ -649,6 +650,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         restarts=progress.restarts,
         restart_reasons="; ".join(progress.restart_reasons),
         interrupted=interrupted,
+        grammar_coverage=_corpus_grammar_coverage(config),
     )
     series.finish(
         executions=result.executions, corpus=result.corpus_after, edges=result.edges,
@@ -656,6 +658,20 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     )
     display.close()
     return result
+
+
+def _corpus_grammar_coverage(config: CampaignConfig) -> Optional[str]:
+    """The k-path coverage of the corpus folder (``loomfuzz coverage``'s figure);
+    None for ``--self``, whose inputs are not programs of the grammar."""
+    if config.self_test or not config.corpus.is_dir():
+        return None
+    from harness.core.grammar import GrammarError, load
+    from harness.fuzzing.grammar_coverage import fuzz_corpus_coverage
+
+    try:
+        return fuzz_corpus_coverage(config.corpus, load(config.grammar, config.profile)).summary()
+    except GrammarError:
+        return None
 
 
 def _throughput_lines(config: CampaignConfig, result: CampaignResult) -> list[str]:
@@ -688,6 +704,8 @@ def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
                      if rate is not None else f"  executions:  {result.executions}")
     lines.extend(_throughput_lines(config, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
+    if result.grammar_coverage is not None:
+        lines.append(f"  {result.grammar_coverage}")
     if result.edges is not None:
         per_worker = " (the most any worker saw)" if config.jobs > 1 else ""
         lines.append(f"  coverage:    {result.edges} distinct AFL++ edges seen{per_worker}")
