@@ -24,15 +24,7 @@ DEPLOY = ROOT / "deploy"
 
 
 def _parse(argv: list[str]):
-    """loomfuzz's own argparse parser on ``argv`` (what ``loomfuzz ARGV`` would parse).
-
-    The deploy files run ``loomfuzz enumerate --run``.  Until the `enumerate`
-    command exists, the same options are checked on `loomfuzz run` (which has
-    the same target and sweep options); once `enumerate` is registered in
-    harness/cli.py the command line is parsed as it is.
-    """
-    if argv[:2] == ["enumerate", "--run"] and "enumerate" not in cli.COMMANDS:
-        argv = ["run", *argv[2:]]
+    """loomfuzz's own argparse parser on ``argv`` (what ``loomfuzz ARGV`` would parse)."""
     parser = cli._parser(argv[0])
     try:
         return parser.parse_args(argv)
@@ -42,7 +34,7 @@ def _parse(argv: list[str]):
 
 def _check(argv: list[str], env: dict[str, str], index: int, shards: int):
     args = _parse(argv)
-    assert args.command in ("enumerate", "run")
+    assert args.command == "enumerate" and args.run
     assert parse_shard(args.shard, env) == Shard(index, shards)
     return args
 

@@ -66,10 +66,12 @@ class Ranking:
             max_depth = deepest[self.symbol]
         self.max_depth: int = max_depth
         self.deepest = deepest
-        # by_depth[d][n]: trees of n of depth <= d (d = 0 .. max_depth).
+        # by_depth[d][n]: trees of n of depth <= d (d = 0 .. max_depth, and on to the
+        # deepest finite nonterminal, whose whole language the tables below list).
         names = range(len(g.names))
+        levels = max([max_depth, *(x for x in deepest if x is not None)])
         by_depth: list[list[int]] = [[0] * len(g.names)]
-        for d in range(1, max_depth + 1):
+        for d in range(1, levels + 1):
             below = by_depth[-1]
             row = []
             for n in names:
@@ -106,7 +108,7 @@ class Ranking:
 
     def count_of(self, n: int, depth: int) -> int:
         """How many trees ``n`` has of depth at most ``depth`` (within this ranking's bound)."""
-        return self._by_depth[min(depth, self.max_depth)][n]
+        return self._by_depth[max(0, min(depth, self.max_depth))][n]
 
     def _alternatives(self, n: int, d: int) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
         """(cumulative tree counts per alternative, per alternative the children's counts)
