@@ -131,6 +131,7 @@ def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
     assert executions(result.stdout) == 250
     assert re.search(r"\d+\.\d/s", result.stdout)
     assert "findings:    none" in result.stdout
+    assert "  grammar coverage: k=1 17/17, k=2 36/36\n" in result.stdout  # the seeds cover every pair
     assert sorted(p.name for p in artifacts.iterdir()) == ["stats-workers.csv", "stats.csv"]  # no finding
     assert "loom-fuzz summary: 250 executions" in result.stderr
 
