@@ -24,7 +24,7 @@ from harness.fuzzing.series import Snapshot
 from harness.fuzzing.status import StatusDisplay, format_status, is_progress_line
 
 REPO = Path(harness.__file__).resolve().parent.parent
-STATUS = re.compile(r"^\[\s*\d+[smh][\dms]*\]\s+([\d,]+) exec\s+[\d,]+/s\s+corpus ([\d,]+)\s+edges -\s+findings 0$")
+STATUS = re.compile(r"^\[\s*\d+[smh][\dms]*\]\s+([\d,]+) exec\s+[\d,]+/s\s+corpus ([\d,]+)\s+edges -\s+(?:grammar [\d.]+\s+)?findings 0$")
 
 
 def tmux(socket: str, *args: str) -> str:

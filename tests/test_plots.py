@@ -56,9 +56,9 @@ def test_plot_two_campaigns(two_campaigns, tmp_path):
     out = tmp_path / "plots"
     result = loomfuzz("plot", f"afl={runs['afl']}", runs["plain"] / STATS_FILE, "-o", out, cwd=root)
     assert result.returncode == 0, result.stderr
-    assert "5 charts of 2 campaign(s)" in result.stdout
-    names = ["executions.png", "exec-rate.png", "corpus.png", "edges.png", "findings.png"]
-    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "index.html"])  # no grammar coverage yet
+    assert "6 charts of 2 campaign(s)" in result.stdout
+    names = ["executions.png", "exec-rate.png", "corpus.png", "edges.png", "findings.png", "grammar.png"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "index.html"])
     for name in names:
         png = out / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
