@@ -75,6 +75,7 @@ __all__ = [
 
 MAX_ATTEMPTS = 12
 POOL_PER_SYMBOL = 32
+POOL_SAMPLE = 4  # one input in POOL_SAMPLE (by the crc of its bytes) adds its subtrees to the pool
 _MASK64 = (1 << 64) - 1
 _INV53 = 1.0 / (1 << 53)
 
@@ -240,7 +241,8 @@ class Mutator:
             hit = self._decoded[data] = (tree, encode(tree, self.grammar))
             if len(self._decoded) > 4096:
                 self._decoded.popitem(last=False)
-            self._remember(tree)
+            if crc32(data) % POOL_SAMPLE == 0:  # a sample of the inputs feeds the pool
+                self._remember(tree)
         return hit
 
     def _remember(self, tree: Node) -> None:
@@ -261,14 +263,17 @@ class Mutator:
             return hit[1]
         unique = self.grammar.unique
         nodes: list[tuple[Path, Node]] = []
+        append = nodes.append
         stack = [((), tree)]
+        pop, push = stack.pop, stack.append
         while stack:
-            path, node = stack.pop()
+            path, node = pop()
             if unique[node[0]] is None:
-                nodes.append((path, node))
+                append((path, node))
                 kids = node[2]
                 for i in range(len(kids) - 1, -1, -1):
-                    stack.append((path + (i,), kids[i]))
+                    if unique[kids[i][0]] is None:
+                        push((path + (i,), kids[i]))
         self._index[id(tree)] = (tree, nodes)
         if len(self._index) > 4096:
             self._index.popitem(last=False)
