@@ -77,6 +77,7 @@ except ImportError:  # run from a source tree without the install
 
 import atheris
 
+from harness.fuzzing import stopping
 from harness.fuzzing.campaign import (
     SUMMARY_PREFIX,
     ensure_flag,
@@ -91,6 +92,7 @@ from harness.core.codec import decode
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
 from harness.core.mutate import custom_crossover, custom_mutator, use_libfuzzer
 from harness.core.render import render
+from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
 from harness.run.runner import (
     OutcomeKind,
     TargetNotFound,
@@ -172,6 +174,8 @@ class LoomOptFuzzer:
         self.summarised = False
 
     def test_one_input(self, data: bytes) -> None:
+        if stop_requested():  # a safe point: nothing of ours is being written
+            stopping.exit_stopped()
         started = time.monotonic()
         if self.first is None:
             self.first = started
@@ -191,12 +195,17 @@ class LoomOptFuzzer:
             self.summary()
             print(f"{PROG}: error: {error}", file=sys.stderr, flush=True)
             os._exit(2)
+        except Stopped:  # the run was killed by a stop request: its outcome means nothing
+            stopping.exit_stopped()
         verdict = judge(target, text, outcome)
         if self.features is not None:
             self.features.verdict(verdict)
         self.executions += 1
         self.last = time.monotonic()
         if verdict.finding:
+            if not enter_critical():  # being forced out: write nothing rather than half
+                stopping.exit_stopped()
+            # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             write_finding(self.directory, name, text, target, verdict)
             kind = outcome.kind.value
@@ -212,7 +221,7 @@ class LoomOptFuzzer:
         self.summarised = True
         if self.executions == 0 and self.first is None and is_fork_parent:
             return  # libFuzzer's fork-mode parent runs nothing itself
-        seconds = (self.last - self.first) if self.first is not None else 0.0
+        seconds = (self.last - self.first) if self.executions else 0.0  # none finished: 0
         rate = self.executions / seconds if seconds > 0 else 0.0
         total = sum(self.findings.values())
         line = (f"{SUMMARY_PREFIX} {self.executions} executions in {seconds:.3f} s "
@@ -309,6 +318,7 @@ def main(argv: list[str]) -> None:
         features = GrammarFeatures(atheris._reserve_counter, rules)
     fuzzer = LoomOptFuzzer(target, directory, base, features, bridge)
     register_exit_hooks(fuzzer.summary)
+    stopping.guard(flags, fuzzer.summary)  # signals and the campaign's end stop us whole
 
     atheris.Setup(flags, fuzzer.test_one_input,
                   custom_mutator=custom_mutator, custom_crossover=custom_crossover)

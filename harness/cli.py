@@ -38,11 +38,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
     module = importlib.import_module(f"harness.commands.{args.command}")
+    from harness.run.lifetime import interrupt_handlers
+
     try:
-        return module.run(args)
-    except KeyboardInterrupt:
+        with interrupt_handlers():  # SIGINT/SIGTERM/SIGHUP: runs killed, Interrupted raised
+            return module.run(args)
+    except KeyboardInterrupt as error:
         print(f"loomfuzz {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return getattr(error, "exit_status", 130)
     except BrokenPipeError:
         # The reader went away (`loomfuzz generate | head`): not an error.
         sys.stderr.close()

@@ -41,6 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
+from harness.fuzzing.supervisor import Supervisor
+from harness.run.atomic import remove_partials
+
 __all__ = [
     "CampaignConfig",
     "CampaignError",
@@ -351,6 +354,7 @@ class CampaignResult:
     orphans: list[str]  # crash files without a sidecar (errors of the harness itself)
     interrupted: bool = False
     edges: Optional[int] = None  # distinct AFL++ edges seen, with --coverage afl
+    stop_signal: Optional[int] = None  # the signal that stopped the campaign, if one did
 
     @property
     def finding_count(self) -> int:
@@ -487,6 +491,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     """Run the fuzz target to its end, streaming its output to ``out``."""
     config.corpus.mkdir(parents=True, exist_ok=True)
     config.artifacts.mkdir(parents=True, exist_ok=True)
+    remove_partials(config.artifacts)  # temporaries of writers killed in an earlier run
     corpus_before = count_files(config.corpus)
     sidecars_before = _sidecars(config.artifacts)
     crashes_before = _crash_files(config.artifacts)
@@ -495,34 +500,22 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     env.update(config.env)
     print(f"loomfuzz fuzz: {shlex.join(command)}", file=out, flush=True)
     progress = _Progress()
-    interrupted = False
     start = time.monotonic()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    assert proc.stdout is not None
-    try:
+    # The supervisor turns SIGINT/SIGTERM/SIGHUP into a stop of the whole
+    # campaign (see harness/fuzzing/supervisor.py); the output is read to its
+    # end either way, so the summary counts everything done until then.
+    with Supervisor() as supervisor:
+        proc = supervisor.start(command, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
-            out.write(line)
-            out.flush()
-            progress.feed(line.rstrip("\n"))
-        proc.wait()
-    except KeyboardInterrupt:
-        # From a terminal the child got the same SIGINT; otherwise pass it on.
-        # Then let it finish its output before summarising.
-        interrupted = True
-        try:
-            proc.send_signal(signal.SIGINT)
-        except ProcessLookupError:
-            pass
-        try:
-            for raw in proc.stdout:
-                line = raw.decode("utf-8", errors="replace")
+            try:
                 out.write(line)
-                progress.feed(line.rstrip("\n"))
-            proc.wait(timeout=30)
-        except (KeyboardInterrupt, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+                out.flush()
+            except (BrokenPipeError, ValueError):  # nobody reads our output any more
+                pass
+            progress.feed(line.rstrip("\n"))
+    interrupted = supervisor.signum is not None
     seconds = time.monotonic() - start
     if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
         interrupted = True
@@ -550,6 +543,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         orphans=orphans,
         edges=progress.edges,
         interrupted=interrupted,
+        stop_signal=supervisor.signum,
     )
 
 

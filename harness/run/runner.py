@@ -45,6 +45,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from harness.run import lifetime
+from harness.run.atomic import write_atomically
 from harness.run.expectations import (
     DEFAULT_RULE,
     Expectations,
@@ -315,6 +317,7 @@ def run_program(target: Target, text: str) -> Outcome:
         )
     except OSError as e:
         raise TargetNotFound(f"cannot run {target.argv[0]}: {e.strerror}") from None
+    lifetime.run_started(proc.pid)  # a stop kills it; a reaper kills it if we die
     _set_limits(proc.pid, target.memory_mb)
     timed_out = False
     try:
@@ -335,11 +338,13 @@ def run_program(target: Target, text: str) -> Outcome:
     except BaseException:
         _kill_group(proc.pid)
         proc.wait()
+        lifetime.run_ended(proc.pid)
         raise
     duration = time.monotonic() - start
     if timed_out:
         # reap anything still alive in the group (the leader is gone already)
         _kill_group(proc.pid)
+    lifetime.run_ended(proc.pid)  # raises lifetime.Stopped if a stop cut the run short
     stdout = out.decode("utf-8", errors="replace")
     stderr = err.decode("utf-8", errors="replace")
     kind, status, sig, reason = classify(
@@ -545,7 +550,10 @@ def write_finding(directory, name: str, text: str, target: Target, verdict: Verd
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     program = d / f"{name}.mlir"
-    program.write_text(text, encoding="utf-8")
+    # Each file appears whole (write then rename), the .json last: a sidecar
+    # never exists half-written, and crash-<sha1> (libFuzzer's, written after
+    # this returns) never exists without both.
+    write_atomically(program, text)
     o = verdict.outcome
     record = {
         "name": name,
@@ -561,6 +569,4 @@ def write_finding(directory, name: str, text: str, target: Target, verdict: Verd
         "stdout_tail": _tail(o.stdout),
         **verdict.to_json(),
     }
-    tmp = d / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, d / f"{name}.json")
+    write_atomically(d / f"{name}.json", json.dumps(record, indent=2) + "\n")
