@@ -287,6 +287,8 @@ def test_triage_jobs_2_stops_whole_and_resumes(fake_loom_opt, tmp_path):
         else:
             assert status == 128 + signum, (name, status, run.stderr[-2000:])
             assert "loomfuzz triage: interrupted" in run.stderr
+            assert re.search(rf"triage: stopped \({name}\): .* holds \d+ input program", run.stderr), \
+                run.stderr[-2000:]
     # the database is whole and the next run continues where they stopped
     listing = subprocess.run([*LOOMFUZZ, "triage", "list", "--db", db], capture_output=True,
                              text=True, timeout=60)
@@ -295,6 +297,9 @@ def test_triage_jobs_2_stops_whole_and_resumes(fake_loom_opt, tmp_path):
     status = final.proc.wait(timeout=300)
     assert status == 0, final.stderr[-3000:]
     assert "resumed" in final.stderr
+    deadline = time.monotonic() + GONE_WITHIN  # its reaper leaves within moments of it
+    while final.processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert final.processes() == []
 
 

@@ -29,9 +29,10 @@ not delay a stop by its time limit), and every later or cut-short run raises
 mistaken for an OOM or a crash.  A target is its own session leader, so a
 group kill of its parent does not reach it; if the parent itself dies without
 running a line (``SIGKILL``, OOM), a small reaper process notices: the parent
-tells it each run's process group and start time over a pipe, and at end of
-file (the parent is gone) it kills the groups still registered whose leader
-is the same process (start time checked: no stray kill after pid reuse).  The
+tells it each run's process group over a pipe (the reaper notes the leader's
+start time), and at end of file (the parent is gone) it kills the groups
+still registered whose leader is the same process (start time checked: no
+stray kill after pid reuse).  The
 reaper lives in its own session so that a kill of the campaign's group does
 not take it along, and is started once per process, at its first target run
 (``PR_SET_PDEATHSIG`` through ``preexec_fn`` would cost a full ``fork`` of a
@@ -208,43 +209,42 @@ def run_ended(pid: int) -> None:
         raise Stopped(f"stopping ({_reason})")
 
 
-def _start_time(pid: int) -> Optional[str]:
-    """Field 22 of /proc/PID/stat (start time in clock ticks), or None."""
+# The reaper: reads "+ PGID" / "- PGID" lines in batches (a few wake-ups a
+# second, not two a run) and notes each new run's start time; at end of file
+# (its owner is gone) it kills the groups still registered whose leader is the
+# same process as when it was noted.
+_REAPER_CODE = r"""
+import os, signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+def start_time(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             line = f.read()
     except OSError:
         return None
     fields = line[line.rfind(b")") + 2:].split()
-    return fields[19].decode() if len(fields) > 19 else None
-
-
-# The reaper: reads "+ PGID START" / "- PGID" lines until end of file (its
-# owner is gone), then kills the groups still registered whose leader is the
-# same process as when it was registered.
-_REAPER_CODE = r"""
-import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-def start_time(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()
     return fields[19] if len(fields) > 19 else None
-runs = {}
-for line in sys.stdin.buffer:
-    parts = line.split()
-    if len(parts) == 3 and parts[0] == b"+":
-        runs[int(parts[1])] = parts[2]
-    elif len(parts) == 2 and parts[0] == b"-":
-        runs.pop(int(parts[1]), None)
-for pgid, started in runs.items():
-    if start_time(pgid) == started:
+runs, pending = {}, b""
+while True:
+    chunk = os.read(0, 65536)
+    if not chunk:
+        break
+    *lines, pending = (pending + chunk).split(b"\n")
+    for line in lines:
+        op, _, pid = line.partition(b" ")
+        if op == b"+":
+            runs[int(pid)] = None
+        elif op == b"-":
+            runs.pop(int(pid), None)
+    for pid, started in list(runs.items()):
+        if started is None:
+            runs[pid] = start_time(pid) or b"gone"
+    time.sleep(0.2)
+for pid, started in runs.items():
+    if start_time(pid) == started:
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
 """
@@ -296,9 +296,7 @@ class _Reaper:
             self._fd = None
 
     def started(self, pid: int) -> None:
-        started = _start_time(pid)
-        if started is not None:
-            self._send(f"+ {pid} {started}\n")
+        self._send(f"+ {pid}\n")
 
     def ended(self, pid: int) -> None:
         if self._fd is not None:

@@ -8,7 +8,10 @@ Each run starts the target in its own session (so its whole process group can
 be killed on timeout), applies ``RLIMIT_AS`` (``memory_mb``) and
 ``RLIMIT_CORE=0`` with ``prlimit`` right after the exec and before the program
 is written to stdin, and reads both pipes with ``communicate``: no shell, no
-temporary files.
+temporary files.  Every run is registered with :mod:`harness.run.lifetime`:
+a stop request kills it at once (``run_program`` then raises
+``lifetime.Stopped`` instead of judging a killed run), and if this process
+dies without a word its reaper kills it.
 
 Classification reads stderr, not only the exit status (LLVM's
 ``report_fatal_error`` exits 1, like an ordinary diagnostic):
