@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.fuzzing.campaign import child_env, fuzz_target_script, seed_corpus
 from harness.run import lifetime
 from harness.run.atomic import remove_partials, write_atomically
 from harness.triage.pipeline import collect_inputs
@@ -377,3 +378,42 @@ def test_kill_tree_reaches_processes_in_other_sessions(tmp_path):
         time.sleep(0.05)
     assert not any(os.path.exists(f"/proc/{p}/cmdline") and open(f"/proc/{p}/cmdline").read()
                    for p in tree)
+
+
+def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_path):
+    """Without loomfuzz: SIGTERM reaches our handler, not libFuzzer's immediate
+    _Exit: the hanging run is killed, the summary printed, status 72."""
+    mark = uuid.uuid4().hex
+    corpus = tmp_path / "corpus"
+    seed_corpus(corpus)
+    env = child_env({**os.environ, MARK: mark})
+    env.pop(lifetime.LIFELINE_ENV, None)
+    err = tmp_path / "err"
+    with open(err, "wb") as handle:
+        proc = subprocess.Popen(
+            [str(fuzz_target_script()), f"--loom-opt={fake_loom_opt}", "--timeout=60",
+             "--pass-args=--plant=hang --loom-lower-for-to-graph", f"--artifacts={tmp_path / 'a'}",
+             str(corpus)], stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 90
+    while not a_target_hangs(fake_loom_opt)(marked(mark)) and time.monotonic() < deadline:
+        assert proc.poll() is None, err.read_text()[-2000:]
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=30) == lifetime.INTERRUPTED_EXIT
+    deadline = time.monotonic() + GONE_WITHIN
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(mark) == []
+    output = err.read_text()
+    assert re.search(r"loom-fuzz summary: \d+ executions", output)
+    assert "run interrupted" not in output  # libFuzzer's own handler did not take it
+    assert check_findings(tmp_path / "a") == 0
+
+
+def test_self_fuzzing_stops_on_sigterm(tmp_path):
+    run = Run(tmp_path, "self", ["fuzz", "--self", "--jobs", 2, "--corpus", tmp_path / "c",
+                                 "--artifacts", tmp_path / "a"])
+    run.wait_for(lambda procs: any("-features_dir=" in cmd for _, cmd in procs), "a worker")
+    status, elapsed, left = run.stop(signal.SIGTERM)
+    assert left == [] and status == 128 + signal.SIGTERM
+    assert "loomfuzz fuzz: summary" in run.stdout

@@ -18,7 +18,9 @@ streams libFuzzer's output, and prints a summary at the end.  It
   ``sys.executable`` goes first on the child's ``PATH``;
 * counts, at the end, the executions, the corpus files before and after, and
   the findings: the ``.json`` sidecars the fuzz target wrote into the
-  artifacts folder during this run, by kind.
+  artifacts folder during this run, by kind;
+* stops the whole campaign on SIGINT/SIGTERM/SIGHUP, and lets none of it
+  outlive ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`).
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
