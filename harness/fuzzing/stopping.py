@@ -162,9 +162,15 @@ def exit_if_stopping() -> None:
         exit_stopped()
 
 
+_leaving = threading.Lock()  # the main thread and the watcher may both get here
+
+
 def exit_stopped() -> NoReturn:
     """End this process now: runs killed, summary line printed, status 72."""
     lifetime.kill_runs()
+    if not _leaving.acquire(blocking=False):
+        while True:  # the other thread is printing the summary and ends the process
+            time.sleep(1)
     try:
         _summary()
     except Exception:  # noqa: BLE001 - leaving anyway

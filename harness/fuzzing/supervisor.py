@@ -60,11 +60,11 @@ class Supervisor:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
         if exc[0] is not None and self.proc is not None and self.proc.poll() is None:
             self.kill()  # loomfuzz itself failed: take the campaign down with it
-        self.finish()
+        self.finish()  # (a stop's escalation timer still runs meanwhile)
+        if self._timer is not None:
+            self._timer.cancel()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         if self._lifeline is not None:
