@@ -69,7 +69,7 @@ def age(pid: int) -> float:
 class Run:
     """One ``loomfuzz`` process with its own marker and output files."""
 
-    def __init__(self, tmp_path: Path, name: str, args, env_extra=None) -> None:
+    def __init__(self, tmp_path: Path, name: str, args, env_extra=None, preexec=None) -> None:
         self.mark = uuid.uuid4().hex
         self.out_path, self.err_path = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
         env = {k: v for k, v in os.environ.items()
@@ -78,7 +78,8 @@ class Run:
         env[MARK] = self.mark
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen([*LOOMFUZZ, *map(str, args)], stdout=out, stderr=err,
-                                         stdin=subprocess.DEVNULL, env=env, cwd=tmp_path)
+                                         stdin=subprocess.DEVNULL, env=env, cwd=tmp_path,
+                                         preexec_fn=preexec)
 
     @property
     def stdout(self) -> str:
@@ -108,7 +109,11 @@ class Run:
         seconds until nothing of the run was left, what was left)."""
         started = time.monotonic()
         os.kill(self.proc.pid, signum)
-        status = self.proc.wait(timeout=60)
+        try:
+            status = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill_all()
+            pytest.fail(f"loomfuzz still running 60 s after {signal.Signals(signum).name}")
         left = self.processes()
         while left and time.monotonic() - started < GONE_WITHIN:
             time.sleep(0.1)
@@ -178,7 +183,7 @@ CASES = {
 
 
 def campaign(tmp_path: Path, target: str, jobs: int, mlir_opt: str, fake: str, name: str,
-             extra=()) -> tuple[Run, object]:
+             extra=(), preexec=None) -> tuple[Run, object]:
     folder = tmp_path / name
     args = ["fuzz", "--corpus", folder / "corpus", "--artifacts", folder / "artifacts",
             "--jobs", jobs, "--seed", 1]
@@ -197,7 +202,7 @@ def campaign(tmp_path: Path, target: str, jobs: int, mlir_opt: str, fake: str, n
     else:
         args += ["--loom-opt", fake, "--pass-args=--plant=none --loom-lower-for-to-graph"]
         binary, condition = fake, a_worker_runs(fake)
-    run = Run(tmp_path, name, [*args, *extra], env)
+    run = Run(tmp_path, name, [*args, *extra], env, preexec)
     return run, condition
 
 
@@ -417,3 +422,17 @@ def test_self_fuzzing_stops_on_sigterm(tmp_path):
     status, elapsed, left = run.stop(signal.SIGTERM)
     assert left == [] and status == 128 + signal.SIGTERM
     assert "loomfuzz fuzz: summary" in run.stdout
+
+
+def test_a_signal_ignored_at_start_stays_ignored(fake_loom_opt, mlir_opt, tmp_path):
+    """``nohup loomfuzz fuzz ...``: a hangup must not stop the campaign."""
+    run, condition = campaign(tmp_path, "fake", 1, mlir_opt, fake_loom_opt, "nohup",
+                              preexec=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    run.wait_for(condition, "a hanging fake loom-opt run")
+    before = {pid for pid, _ in run.processes()}
+    os.kill(run.proc.pid, signal.SIGHUP)
+    time.sleep(1.5)
+    assert run.proc.poll() is None
+    assert before <= {pid for pid, _ in run.processes()}  # the hanging run too
+    status, elapsed, left = run.stop(signal.SIGTERM)
+    assert left == [] and status == 128 + signal.SIGTERM

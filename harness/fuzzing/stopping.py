@@ -96,10 +96,13 @@ def guard(flags: Sequence[str], summary: Callable[[], None]) -> None:
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    # A signal this process was started with ignored (nohup, a background job)
+    # stays ignored; it still gets our handler, or libFuzzer would install its own.
+    obeyed = {s for s in lifetime.STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
     for signum in lifetime.STOP_SIGNALS:
         signal.signal(signum, _ignore)
-    threading.Thread(target=_watch, args=(lifelines, wake_read), name="loomfuzz-stop-watcher",
-                     daemon=True).start()
+    threading.Thread(target=_watch, args=(lifelines, wake_read, obeyed),
+                     name="loomfuzz-stop-watcher", daemon=True).start()
 
 
 def _guard_fork_parent(flags: Sequence[str], lifelines: Sequence[int]) -> None:
@@ -122,7 +125,7 @@ def _guard_fork_parent(flags: Sequence[str], lifelines: Sequence[int]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _watch(lifelines: Sequence[int], wake: int) -> None:
+def _watch(lifelines: Sequence[int], wake: int, obeyed: set) -> None:
     fds = [wake, *lifelines]
     deadline: Optional[float] = None
     while True:
@@ -136,7 +139,7 @@ def _watch(lifelines: Sequence[int], wake: int) -> None:
         for fd in readable:
             if fd == wake:
                 for signum in os.read(wake, 256):
-                    if signum in lifetime.STOP_SIGNALS:
+                    if signum in obeyed:
                         requests.append((lifetime.signal_name(signum), True))
                 continue
             try:

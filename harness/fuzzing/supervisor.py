@@ -56,7 +56,8 @@ class Supervisor:
     def __enter__(self) -> "Supervisor":
         if threading.current_thread() is threading.main_thread():
             for signum in lifetime.STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._on_signal)
+                if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup: SIGHUP stays ignored
+                    self._previous[signum] = signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -499,8 +499,9 @@ def interrupt_handlers() -> Iterator[None]:
     SIGTERM and SIGHUP kill the target runs in progress and raise
     :class:`Interrupted` in the main thread (pool threads see :class:`Stopped`);
     a second signal exits at once (status 128 + signal; the runs killed, and
-    the reaper kills any that a thread started meanwhile).  The previous
-    handlers are restored on the way out.  Outside the main thread: no-op."""
+    the reaper kills any that a thread started meanwhile).  A signal ignored
+    at start-up (``nohup``) stays ignored.  The previous handlers are restored
+    on the way out.  Outside the main thread: no-op."""
 
     def handler(signum: int, frame) -> None:
         if request_stop(signal_name(signum)) == 1:
@@ -511,7 +512,8 @@ def interrupt_handlers() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup: SIGHUP stays ignored
     try:
         yield
     finally:
