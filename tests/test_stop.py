@@ -229,14 +229,40 @@ def test_every_stop_signal_leaves_nothing_running(target, jobs, mlir_opt, fake_l
             f"libFuzzerTemp.FuzzWithFork{run.proc.pid}.dir"))
 
 
+def freeze_campaign(run: Run) -> list[int]:
+    """SIGSTOP every process of the campaign but loomfuzz: none can wind down by itself."""
+    frozen = []
+    for pid, _ in run.processes():
+        if pid != run.proc.pid:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                frozen.append(pid)
+            except ProcessLookupError:  # a run that just ended
+                pass
+    return frozen
+
+
 def test_a_second_sigint_stops_at_once(fake_loom_opt, mlir_opt, tmp_path):
     run, condition = campaign(tmp_path, "fake", 2, mlir_opt, fake_loom_opt, "twice")
     run.wait_for(condition, "a fork-mode worker")
+    frozen = freeze_campaign(run)
     os.kill(run.proc.pid, signal.SIGINT)
-    status, elapsed, left = run.stop(signal.SIGINT)
-    assert left == [] and status == 130
+    time.sleep(1.0)
+    assert run.proc.poll() is None  # the first SIGINT waits for the campaign to wind down
+    assert {pid for pid, _ in run.processes()} >= set(frozen)
+    status, elapsed, left = run.stop(signal.SIGINT)  # the second one does not
+    assert left == [] and status == 130, (left, status)
     assert "loomfuzz fuzz: summary" in run.stdout
     check_findings(tmp_path / "twice" / "artifacts")
+
+
+def test_a_campaign_that_does_not_wind_down_is_killed_after_a_while(fake_loom_opt, mlir_opt, tmp_path):
+    run, condition = campaign(tmp_path, "fake", 1, mlir_opt, fake_loom_opt, "wedged")
+    run.wait_for(condition, "a hanging fake loom-opt run")
+    freeze_campaign(run)
+    status, elapsed, left = run.stop(signal.SIGTERM)
+    assert left == [] and status == 128 + signal.SIGTERM, (left, status)
+    assert "loomfuzz fuzz: summary" in run.stdout
 
 
 def test_a_campaign_stopped_mid_finding_again_and_again_stays_consistent(fake_loom_opt, tmp_path):
