@@ -66,10 +66,22 @@ def age(pid: int) -> float:
     return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
+_RUNS: list["Run"] = []
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind():
+    """Whatever a test asserts, it leaves none of its processes (frozen ones included)."""
+    yield
+    while _RUNS:
+        _RUNS.pop().kill_all()
+
+
 class Run:
     """One ``loomfuzz`` process with its own marker and output files."""
 
     def __init__(self, tmp_path: Path, name: str, args, env_extra=None, preexec=None) -> None:
+        _RUNS.append(self)
         self.mark = uuid.uuid4().hex
         self.out_path, self.err_path = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
         env = {k: v for k, v in os.environ.items()
@@ -124,11 +136,12 @@ class Run:
         return status, elapsed, left
 
     def kill_all(self) -> None:
-        for pid, _ in self.processes():
+        for pid in [self.proc.pid] + [pid for pid, _ in self.processes()]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        self.proc.wait()
 
 
 def is_target(binary: str):
@@ -230,10 +243,13 @@ def test_every_stop_signal_leaves_nothing_running(target, jobs, mlir_opt, fake_l
 
 
 def freeze_campaign(run: Run) -> list[int]:
-    """SIGSTOP every process of the campaign but loomfuzz: none can wind down by itself."""
+    """SIGSTOP every process below loomfuzz: none can wind down by itself.
+    (Not a reaper whose owner just ended: it is no longer below loomfuzz, and
+    leaves by itself within moments unless frozen.)"""
     frozen = []
+    below = set(lifetime.descendants(run.proc.pid))
     for pid, _ in run.processes():
-        if pid != run.proc.pid:
+        if pid in below:
             try:
                 os.kill(pid, signal.SIGSTOP)
                 frozen.append(pid)
@@ -425,16 +441,20 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
             [str(fuzz_target_script()), f"--loom-opt={fake_loom_opt}", "--timeout=60",
              "--pass-args=--plant=hang --loom-lower-for-to-graph", f"--artifacts={tmp_path / 'a'}",
              str(corpus)], stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
-    deadline = time.monotonic() + 90
-    while not a_target_hangs(fake_loom_opt)(marked(mark)) and time.monotonic() < deadline:
-        assert proc.poll() is None, err.read_text()[-2000:]
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGTERM)
-    assert proc.wait(timeout=30) == lifetime.INTERRUPTED_EXIT
-    deadline = time.monotonic() + GONE_WITHIN
-    while marked(mark) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marked(mark) == []
+    try:
+        deadline = time.monotonic() + 90
+        while not a_target_hangs(fake_loom_opt)(marked(mark)) and time.monotonic() < deadline:
+            assert proc.poll() is None, err.read_text()[-2000:]
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == lifetime.INTERRUPTED_EXIT
+        deadline = time.monotonic() + GONE_WITHIN
+        while marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(mark) == []
+    finally:
+        for pid, _ in marked(mark):
+            os.kill(pid, signal.SIGKILL)
     output = err.read_text()
     assert re.search(r"loom-fuzz summary: \d+ executions", output)
     assert "run interrupted" not in output  # libFuzzer's own handler did not take it
