@@ -264,13 +264,14 @@ class _Reaper:
         self._lock = threading.Lock()
         self._fd: Optional[int] = None
         self._pid: Optional[int] = None  # the process the reaper belongs to (fork check)
+        self._proc: Optional[subprocess.Popen] = None  # kept: Python warns about dropped children
         self._broken = False
 
     def _ensure(self) -> Optional[int]:
         if self._fd is not None and self._pid == os.getpid():
             return self._fd
-        if self._broken:
-            return None
+        if self._broken or getattr(sys, "frozen", False):
+            return None  # a PyInstaller build's executable is the fuzzer, not a Python
         with self._lock:
             if self._fd is not None and self._pid == os.getpid():
                 return self._fd
@@ -288,7 +289,7 @@ class _Reaper:
             self._fd = os.dup(proc.stdin.fileno())
             os.set_inheritable(self._fd, False)
             proc.stdin.close()
-            self._proc = proc  # kept so that Python does not warn about a running child
+            self._proc = proc
             self._pid = os.getpid()
             return self._fd
 

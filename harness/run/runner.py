@@ -341,7 +341,7 @@ def run_program(target: Target, text: str) -> Outcome:
     except BaseException:
         _kill_group(proc.pid)
         proc.wait()
-        lifetime.run_ended(proc.pid)
+        lifetime.child_ended(proc.pid)
         raise
     duration = time.monotonic() - start
     if timed_out:
