@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.grammar import default_grammar
 from harness.fuzzing.campaign import child_env, fuzz_target_script, seed_corpus
 from harness.run import lifetime
 from harness.run.atomic import remove_partials, write_atomically
@@ -432,7 +433,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
     _Exit: the hanging run is killed, the summary printed, status 72."""
     mark = uuid.uuid4().hex
     corpus = tmp_path / "corpus"
-    seed_corpus(corpus)
+    seed_corpus(corpus, default_grammar())
     env = child_env({**os.environ, MARK: mark})
     env.pop(lifetime.LIFELINE_ENV, None)
     err = tmp_path / "err"
