@@ -10,6 +10,9 @@
 #                                 installed in editable mode, which PyInstaller
 #                                 cannot follow)
 #   --collect-data harness        the built-in expectations
+#   --collect-submodules grammars the built-in grammars (profiles), which the
+#                                 core imports by name (importlib), so
+#                                 PyInstaller's import scan cannot see them
 #                                 (harness/expectations/*.json), read through
 #                                 importlib.resources
 #   --exclude-module fuzzingbook  never imported by a fuzz target (only by
@@ -34,5 +37,6 @@ for fuzzer in "${fuzzers[@]}"; do
   compile_python_fuzzer "$fuzzer" \
     --paths "$SRC/loom-fuzz" \
     --collect-data harness \
+    --collect-submodules grammars \
     --exclude-module fuzzingbook
 done

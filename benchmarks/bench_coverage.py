@@ -36,10 +36,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.core.choices import random_programs  # noqa: E402
-from harness.core.codec import encode  # noqa: E402
-from harness.run.coverage import open_bridge  # noqa: E402
+from harness.core.codec import encode, nonempty  # noqa: E402
+from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
+from harness.core.walk import random_trees  # noqa: E402
+from harness.run.coverage import open_bridge  # noqa: E402
+
+GRAMMAR = default_grammar()
 from harness.run.runner import Target, run_program  # noqa: E402
 
 FUZZ_TARGET = ROOT / "fuzz_targets" / "loom_opt_fuzzer.py"
@@ -60,7 +63,7 @@ def build(workdir: Path) -> str:
 
 def runner_rates(binary: str, count: int, block: int = 50) -> tuple[float, float, float]:
     """(runs/s without, runs/s with the bridge, finish_run us) on the same programs."""
-    texts = [render(p) for p in random_programs(3, count)]
+    texts = [render(t, GRAMMAR) for t in random_trees(GRAMMAR, 3, count)]
     plain = Target(name="loom-opt", argv=(binary,))
     with open_bridge("afl", binary) as bridge:
         bridged = Target(name="loom-opt", argv=(binary,), env={**plain.env, **bridge.env})
@@ -150,9 +153,9 @@ def main() -> None:
         inputs = workdir / "inputs"
         inputs.mkdir()
         files = []
-        for i, program in enumerate(random_programs(5, fuzz_n)):
+        for i, tree in enumerate(random_trees(GRAMMAR, 5, fuzz_n)):
             path = inputs / f"{i:05d}"
-            path.write_bytes(encode(program) or b"\0")
+            path.write_bytes(nonempty(encode(tree, GRAMMAR), tree, GRAMMAR))
             files.append(str(path))
         best = {False: 0.0, True: 0.0}
         for _ in range(rounds):

@@ -35,9 +35,10 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.fuzzing.campaign import seed_corpus  # noqa: E402
 from harness.core.codec import decode  # noqa: E402
+from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
+from harness.fuzzing.campaign import seed_corpus  # noqa: E402
 from harness.run.runner import TargetNotFound, resolve_target  # noqa: E402
 
 GOAL = 0.90
@@ -69,8 +70,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="loomfuzz-bench-") as tmp:
         work = Path(tmp)
         seeds = work / "seeds"
-        seed_corpus(seeds)
-        texts = [render(decode(p.read_bytes()), "oracle").encode() for p in sorted(seeds.iterdir())]
+        grammar = default_grammar()
+        seed_corpus(seeds, grammar)
+        texts = [render(decode(p.read_bytes(), grammar), grammar, "oracle").encode()
+                 for p in sorted(seeds.iterdir())]
         corpus = work / "corpus"
         shutil.copytree(seeds, corpus)
 

@@ -28,8 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.core.choices import random_programs  # noqa: E402
-from harness.core.codec import encode  # noqa: E402
+from harness.core.codec import encode, nonempty  # noqa: E402
+from harness.core.grammar import default_grammar  # noqa: E402
+from harness.core.walk import random_trees  # noqa: E402
 from harness.fuzzing.series import CampaignSeries, WorkerSeries  # noqa: E402
 
 FUZZ_TARGET = REPO / "fuzz_targets" / "loom_opt_fuzzer.py"
@@ -103,9 +104,10 @@ def main() -> None:
         folder = workdir / "inputs"
         folder.mkdir()
         files = []
-        for i, program in enumerate(random_programs(9, inputs_n)):
+        grammar = default_grammar()
+        for i, tree in enumerate(random_trees(grammar, 9, inputs_n)):
             path = folder / f"{i:05d}"
-            path.write_bytes(encode(program) or b"\0")
+            path.write_bytes(nonempty(encode(tree, grammar), tree, grammar))
             files.append(str(path))
         best = {False: 0.0, True: 0.0}
         for _ in range(rounds):

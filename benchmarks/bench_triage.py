@@ -26,11 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.core.codec import encode
-from harness.core.choices import random_programs
-from harness.triage.crashdb import TriageDB
+from harness.core.codec import decode, encode
+from harness.core.grammar import default_grammar
 from harness.core.reduce import minimize
+from harness.core.walk import random_trees
 from harness.run.runner import resolve_target
+from harness.triage.crashdb import TriageDB
 from harness.triage.pipeline import Interesting, TriageConfig, attempts_for, run_triage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +72,7 @@ def main() -> None:
     try:
         fake = build_fake(work)
         target = resolve_target("loom-opt", loom_opt=fake)
+        grammar = default_grammar()
         per_bucket: dict[str, list] = {}
         per_input_ms: list[float] = []
         runs_rows = []
@@ -78,8 +80,8 @@ def main() -> None:
         for seed in range(seeds):
             folder = work / f"fuzz-{seed}"
             folder.mkdir()
-            for program in random_programs(1000 + seed, inputs):
-                data = encode(program)
+            for tree in random_trees(grammar, 1000 + seed, inputs):
+                data = encode(tree, grammar)
                 (folder / f"crash-{hashlib.sha1(data).hexdigest()}").write_bytes(data)
             config = TriageConfig(
                 inputs=[str(folder)], target=target, db_path=str(work / f"t{seed}.db"),
@@ -126,17 +128,15 @@ def main() -> None:
               f"{statistics.median(per_input_ms):.2f} ms (median over runs, all phases)")
 
         # every crashing input minimized on its own (harder starting points)
-        from harness.core.codec import decode
-
         per_bug: dict[str, list[int]] = {}
         seen = set()
         for signature, n, data in crashing_programs:
-            program = decode(data)
+            program = decode(data, grammar)
             if program in seen:
                 continue
             seen.add(program)
-            predicate = Interesting(target, signature, n)
-            minimize(program, predicate.program)
+            predicate = Interesting(target, signature, n, grammar)
+            minimize(program, grammar, predicate.program)
             name = "flaky" if "stale call result" in signature else signature.split(" ")[0]
             per_bug.setdefault(name, []).append(predicate.runs)
         rows = []

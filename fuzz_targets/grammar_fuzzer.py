@@ -41,6 +41,7 @@ except ImportError:  # run from a source tree without the install
 
 import atheris
 
+from harness.fuzzing import stopping
 from harness.fuzzing.campaign import (
     SUMMARY_PREFIX,
     ensure_flag,
@@ -114,6 +115,7 @@ class Stats:
 
 
 def test_one_input(data: bytes) -> None:
+    stopping.exit_if_stopping()  # a stop request: leave here, between inputs
     now = time.monotonic()
     if Stats.first is None:
         Stats.first = now
@@ -173,6 +175,7 @@ def main(argv: list[str]) -> None:
     ensure_flag(flags, "max_len", str(MAX_BYTES + 3))
     ensure_flag(flags, "len_control", "0")
     register_exit_hooks(_summary)
+    stopping.guard(flags, _summary)  # signals and the campaign's end stop us whole
     atheris.Setup(flags, test_one_input, custom_mutator=_mutator.mutate,
                   custom_crossover=_mutator.crossover)
     _mutator.use_libfuzzer(lambda data, max_size: atheris.Mutate(data, max_size))

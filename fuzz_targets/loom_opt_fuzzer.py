@@ -96,6 +96,7 @@ except ImportError:  # run from a source tree without the install
 
 import atheris
 
+from harness.fuzzing import stopping
 from harness.fuzzing.campaign import (
     SUMMARY_PREFIX,
     ensure_flag,
@@ -112,6 +113,7 @@ from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing.series import WorkerSeries
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
+from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
 from harness.run.runner import (
     OutcomeKind,
     TargetNotFound,
@@ -193,6 +195,8 @@ class LoomOptFuzzer:
         self.kpath_seen: set[int] = set()
 
     def test_one_input(self, data: bytes) -> None:
+        if stop_requested():  # a safe point: nothing of ours is being written
+            stopping.exit_stopped()
         started = time.monotonic()
         if self.first is None:
             self.first = started
@@ -217,6 +221,8 @@ class LoomOptFuzzer:
             self.summary()
             print(f"{PROG}: error: {error}", file=sys.stderr, flush=True)
             os._exit(2)
+        except Stopped:  # the run was killed by a stop request: its outcome means nothing
+            stopping.exit_stopped()
         self.in_target += time.monotonic() - run_started
         if self.persistent is None:
             verdict = judge(target, text, outcome)
@@ -233,6 +239,9 @@ class LoomOptFuzzer:
                 series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
                 series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
+            if not enter_critical():  # being forced out: write nothing rather than half
+                stopping.exit_stopped()
+            # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             if self.persistent is not None:
                 self.persistent.write_finding(self.directory, name, text, verdict)
@@ -251,7 +260,7 @@ class LoomOptFuzzer:
         self.summarised = True
         if self.executions == 0 and self.first is None and is_fork_parent:
             return  # libFuzzer's fork-mode parent runs nothing itself
-        seconds = (self.last - self.first) if self.first is not None else 0.0
+        seconds = (self.last - self.first) if self.executions else 0.0  # none finished: 0
         rate = self.executions / seconds if seconds > 0 else 0.0
         total = sum(self.findings.values())
         line = (f"{SUMMARY_PREFIX} {self.executions} executions in {seconds:.3f} s "
@@ -406,6 +415,7 @@ def main(argv: list[str]) -> None:
     series = None if is_fork_parent else WorkerSeries.from_environment(_worker_name(flags))
     fuzzer = LoomOptFuzzer(grammar, target, directory, base, features, bridge, runner, series)
     register_exit_hooks(fuzzer.summary)
+    stopping.guard(flags, fuzzer.summary)  # signals and the campaign's end stop us whole
 
     mutator = Mutator(grammar)
     atheris.Setup(flags, fuzzer.test_one_input,

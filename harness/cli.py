@@ -43,15 +43,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.core.grammar import GrammarError
+    from harness.run.lifetime import interrupt_handlers
 
     try:
-        return module.run(args)
+        with interrupt_handlers():  # SIGINT/SIGTERM/SIGHUP: runs killed, Interrupted raised
+            return module.run(args)
     except GrammarError as error:  # a bad --grammar file: one line, exit 2
         print(f"loomfuzz {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         print(f"loomfuzz {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return getattr(error, "exit_status", 130)
     except BrokenPipeError:
         # The reader went away (`loomfuzz generate | head`): not an error.
         sys.stderr.close()

@@ -33,7 +33,9 @@ status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
 progress lines; piped, the output passes unchanged plus plain status lines.
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
-2 the fuzz target failed without a finding, 130 interrupted.
+2 the fuzz target failed without a finding, 128 + N stopped by signal N
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP): every process of the campaign is
+stopped, findings being written are finished, the summary is printed.
 """
 
 
@@ -200,8 +202,8 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"cannot run {script}: {error.strerror or error}")
     sys.stderr.flush()
     print(format_summary(config, result), flush=True)
-    if result.interrupted:
-        return 130
+    if result.interrupted:  # 128 + the signal that stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP
+        return 128 + (result.stop_signal or 2)
     if result.finding_count:
         return 1
     if result.orphans or result.returncode != 0:

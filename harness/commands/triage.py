@@ -123,6 +123,9 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         s = run_triage(config)
     except TargetNotFound as error:
         return _error(str(error))
+    except KeyboardInterrupt as error:  # a stop signal: its runs are killed, the database is whole
+        _stopped_summary(args, error)
+        raise
     print(
         f"triage: run {s.run_id}{' (resumed)' if s.resumed else ''}: {s.inputs} input(s), "
         f"{s.unique} distinct program(s): {s.reproduced} run now, {s.already_known} already in {args.db}"
@@ -137,6 +140,24 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _stopped_summary(args: argparse.Namespace, error: KeyboardInterrupt) -> None:
+    """What an interrupted run leaves: every input recorded so far is kept."""
+    from harness.triage.crashdb import TriageDB
+
+    why = str(error) or "SIGINT"
+    try:
+        with TriageDB(args.db, create=False) as db:
+            counts = db.counts()
+    except Exception:  # noqa: BLE001 - a summary, not a failure
+        print(f"triage: stopped ({why})", file=sys.stderr)
+        return
+    print(
+        f"triage: stopped ({why}): {args.db} holds {counts['members']} input program(s) in "
+        f"{counts['buckets']} bucket(s); the same command continues where this run stopped",
+        file=sys.stderr,
+    )
 
 
 # ---------------------------------------------------------- list/show/mark

@@ -31,8 +31,10 @@ for that tree and ``decode(encode(t)) == t``.
 
 from __future__ import annotations
 
+import threading
+
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.walk import walk
+from harness.core.walk import walker
 
 
 class BytesModel:
@@ -44,12 +46,16 @@ class BytesModel:
 
     tables = False
 
-    def __init__(self, grammar: CompiledGrammar, data: bytes, memo: dict | None = None) -> None:
+    def __init__(self, grammar: CompiledGrammar, data: bytes = b"", memo: dict | None = None) -> None:
         self.data = data
         self.position = 0
         self.byte_table = grammar.byte_table
         self.width = grammar.width
         self.memo = memo
+
+    def reset(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
 
     def recall(self, n: int) -> Node | None:
         if self.memo is None:
@@ -81,19 +87,24 @@ class BytesModel:
             self.position = start + width
 
 
-_MEMOS: dict[int, tuple[CompiledGrammar, dict]] = {}
 _MEMO_LIMIT = 100_000
+_DECODERS = threading.local()  # per thread: grammar id -> (grammar, model, bound walk)
 
 
 def decode(data: bytes, grammar: CompiledGrammar) -> Node:
     """The tree ``data`` stands for; never raises for bytes."""
-    hit = _MEMOS.get(id(grammar))
+    decoders = getattr(_DECODERS, "by_grammar", None)
+    if decoders is None:
+        decoders = _DECODERS.by_grammar = {}
+    hit = decoders.get(id(grammar))
     if hit is None or hit[0] is not grammar:
-        hit = _MEMOS[id(grammar)] = (grammar, {})
-    memo = hit[1]
-    if len(memo) > _MEMO_LIMIT:
-        memo.clear()
-    return walk(grammar, BytesModel(grammar, data, memo))
+        model = BytesModel(grammar, b"", {})
+        hit = decoders[id(grammar)] = (grammar, model, walker(grammar, model))
+    _, model, expand = hit
+    if len(model.memo) > _MEMO_LIMIT:
+        model.memo.clear()
+    model.reset(data)
+    return expand(grammar.start, 0)
 
 
 def encode(tree: Node, grammar: CompiledGrammar) -> bytes:

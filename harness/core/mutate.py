@@ -59,7 +59,7 @@ from zlib import crc32
 
 from harness.core.codec import decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import Path, depth, node_at, replace_at, smallest_tree
+from harness.core.tree import Path, depth, intern, node_at, refill, replace_at, smallest_tree
 from harness.core.walk import RandomModel, walker
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
 
 MAX_ATTEMPTS = 12
 POOL_PER_SYMBOL = 32
+POOL_SAMPLE = 4  # one input in POOL_SAMPLE (by the crc of its bytes) adds its subtrees to the pool
 _MASK64 = (1 << 64) - 1
 _INV53 = 1.0 / (1 << 53)
 
@@ -240,7 +241,8 @@ class Mutator:
             hit = self._decoded[data] = (tree, encode(tree, self.grammar))
             if len(self._decoded) > 4096:
                 self._decoded.popitem(last=False)
-            self._remember(tree)
+            if crc32(data) % POOL_SAMPLE == 0:  # a sample of the inputs feeds the pool
+                self._remember(tree)
         return hit
 
     def _remember(self, tree: Node) -> None:
@@ -261,14 +263,17 @@ class Mutator:
             return hit[1]
         unique = self.grammar.unique
         nodes: list[tuple[Path, Node]] = []
+        append = nodes.append
         stack = [((), tree)]
+        pop, push = stack.pop, stack.append
         while stack:
-            path, node = stack.pop()
+            path, node = pop()
             if unique[node[0]] is None:
-                nodes.append((path, node))
+                append((path, node))
                 kids = node[2]
                 for i in range(len(kids) - 1, -1, -1):
-                    stack.append((path + (i,), kids[i]))
+                    if unique[kids[i][0]] is None:
+                        push((path + (i,), kids[i]))
         self._index[id(tree)] = (tree, nodes)
         if len(self._index) > 4096:
             self._index.popitem(last=False)
@@ -299,26 +304,9 @@ class Mutator:
         path, (n, a, kids) = nodes[self.rng.below(len(nodes))]
         b = self.rng.below(len(g.alts[n]) - 1)
         b += b >= a
-        new = (n, b, self._refill(kids, g.alts[n][b].kids, len(path) + 1, fill=self._regenerate))
-        table = g.tables[n]
-        if table is not None:
-            new = table.trees[table.index[new]]
+        depth_below = len(path) + 1
+        new = intern(g, (n, b, refill(kids, g.alts[n][b].kids, lambda k: self._regenerate(k, depth_below))))
         return replace_at(tree, path, new) if self._fits_depth(tree, path, new) else None
-
-    @staticmethod
-    def _refill(old: tuple, want: tuple[int, ...], depth: int, fill) -> tuple:
-        """Children for the nonterminals ``want``: old children of the same nonterminal,
-        in order, where there are some; ``fill(symbol, depth)`` for the rest."""
-        unused = list(old)
-        out = []
-        for symbol in want:
-            for i, kid in enumerate(unused):
-                if kid[0] == symbol:
-                    out.append(unused.pop(i))
-                    break
-            else:
-                out.append(fill(symbol, depth))
-        return tuple(out)
 
     def replace_from_pool(self, tree: Node) -> Optional[Node]:
         nodes = [(p, node) for p, node in self._nodes(tree) if len(self.pool.get(node[0], ())) > 1]
@@ -352,11 +340,7 @@ class Mutator:
         if n in self.repetitions.lists:
             lengths = self.repetitions.lists[n][1]
             i = self.rng.below(len(kids))
-            new = (n, lengths[len(kids) - 1], kids[:i] + kids[i + 1:])
-            table = self.grammar.tables[n]
-            if table is not None:
-                new = table.trees[table.index[new]]
-            return replace_at(tree, path, new)
+            return replace_at(tree, path, intern(self.grammar, (n, lengths[len(kids) - 1], kids[:i] + kids[i + 1:])))
         return replace_at(tree, path, kids[1])  # a chain link replaced by its tail
 
     def replicate_repeated(self, tree: Node) -> Optional[Node]:
@@ -372,10 +356,7 @@ class Mutator:
                 grown = kids[:i + 1] + kids[i:]
             else:  # nothing to copy yet: a new element from the PCFG
                 grown = (self._regenerate(element, len(path) + 1),)
-            new = (n, lengths[len(kids) + 1], grown)
-            table = self.grammar.tables[n]
-            if table is not None:
-                new = table.trees[table.index[new]]
+            new = intern(self.grammar, (n, lengths[len(kids) + 1], grown))
         else:
             new = (n, a, (kids[0], node))  # the link's element once more in front
         return replace_at(tree, path, new) if self._fits_depth(tree, path, new) else None
@@ -400,11 +381,7 @@ class Mutator:
             j += j >= i
             swapped = list(kids)
             swapped[i], swapped[j] = swapped[j], swapped[i]
-            new = (n, a, tuple(swapped))
-            table = self.grammar.tables[n]
-            if table is not None:
-                new = table.trees[table.index[new]]
-            return replace_at(tree, path, new)
+            return replace_at(tree, path, intern(self.grammar, (n, a, tuple(swapped))))
         n = node[0]
         links = _chain_links(tree, path, n, reps.chains[n][1])
         i, j = self.rng.below(len(links)), self.rng.below(len(links) - 1)
@@ -459,8 +436,9 @@ class Mutator:
             for b in range(len(g.alts[n])):
                 if b == a:
                     continue
-                for fill in (self._regenerate, lambda k, d: smallest_tree(g, k)):
-                    new = (n, b, self._refill(kids, g.alts[n][b].kids, len(path) + 1, fill=fill))
+                below = len(path) + 1
+                for fill in (lambda k: self._regenerate(k, below), lambda k: smallest_tree(g, k)):
+                    new = (n, b, refill(kids, g.alts[n][b].kids, fill))
                     if not self._fits_depth(tree, path, new):
                         continue
                     out = self._fit(tree, replace_at(tree, path, new), original, max_size)

@@ -29,6 +29,7 @@ from typing import Iterator, NamedTuple
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
 from harness.core.render import SPLIT_MARKER, Renderer, _State, renderer
+from harness.core.tree import intern
 
 __all__ = ["Parsed", "normalise", "parse", "split_programs"]
 
@@ -126,7 +127,6 @@ class _Matcher:
                 if end is not None:
                     yield unique, end, st
                 return
-            table = self.g.tables[n]
             for a, alt in enumerate(self.g.alts[n]):
                 st = _copy(state)
                 parts, i, shift = self.r.steps[n][a]
@@ -137,10 +137,7 @@ class _Matcher:
                 for kids, end, st2 in self._parts(parts, 0, (), pos, indent, indent + shift, st):
                     if i >= 0:
                         st2.tops[i] = st2.scopes[i].pop()
-                    node = (n, a, kids)
-                    if table is not None:  # the table's own object renders from the cache
-                        node = table.trees[table.index[node]]
-                    yield node, end, st2
+                    yield intern(self.g, (n, a, kids)), end, st2
         finally:
             self.active.discard(key)
 

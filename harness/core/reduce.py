@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.mutate import Repetitions
-from harness.core.tree import Path, node_at, replace_at, smallest_tree, walk_nodes
+from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree, walk_nodes
 
 __all__ = ["LineReduction", "Minimization", "minimize", "reduce_lines", "sort_key"]
 
@@ -85,13 +85,6 @@ class Minimization:
     exhausted: bool = False  # stopped by max_evaluations before the fixpoint
 
 
-def _intern(grammar: CompiledGrammar, node: Node) -> Node:
-    table = grammar.tables[node[0]]
-    if table is not None:
-        return table.trees[table.index[node]]
-    return node
-
-
 def _candidates(grammar: CompiledGrammar, reps: Repetitions, tree: Node, path: Path,
                 node: Node) -> Iterator[tuple[str, Node]]:
     """(description, smaller tree) for one node, biggest steps first."""
@@ -108,7 +101,7 @@ def _candidates(grammar: CompiledGrammar, reps: Repetitions, tree: Node, path: P
                 if len(keep) in lengths and keep not in tried:
                     tried.add(keep)
                     yield (f"{name} at {where}: drop {size} of {k}",
-                           _intern(grammar, (n, lengths[len(keep)], keep)))
+                           intern(grammar, (n, lengths[len(keep)], keep)))
     if n in reps.chains and a == reps.chains[n][1]:
         yield f"{name} at {where}: drop a list element", kids[1]
     seen = set()
@@ -119,20 +112,12 @@ def _candidates(grammar: CompiledGrammar, reps: Repetitions, tree: Node, path: P
     ranks = grammar_ranks(grammar)[n]
     for b in sorted((b for b in range(len(grammar.alts[n])) if ranks[b] < ranks[a]),
                     key=lambda b: ranks[b]):
-        unused = list(kids)
-        new_kids = []
-        for symbol in grammar.alts[n][b].kids:
-            for i, kid in enumerate(unused):
-                if kid[0] == symbol:
-                    new_kids.append(unused.pop(i))
-                    break
-            else:
-                new_kids.append(smallest_tree(grammar, symbol))
+        new_kids = refill(kids, grammar.alts[n][b].kids, lambda k: smallest_tree(grammar, k))
         yield (f"{name} at {where}: {grammar.label(n, a) or 'ε'} -> {grammar.label(n, b) or 'ε'}",
-               _intern(grammar, (n, b, tuple(new_kids))))
+               intern(grammar, (n, b, new_kids)))
     smallest = smallest_tree(grammar, n)
     if smallest != node:
-        yield f"{name} at {where}: smallest derivation", _intern(grammar, smallest)
+        yield f"{name} at {where}: smallest derivation", intern(grammar, smallest)
 
 
 def minimize(

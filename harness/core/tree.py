@@ -59,8 +59,29 @@ def replace_at(node: Node, path: Path, new: Node) -> Node:
 def smallest_tree(grammar: CompiledGrammar, n: int) -> Node:
     """The derivation of ``n`` with the fewest nodes (what an exhausted input decodes to)."""
     a = grammar.cheapest[n]
-    node = (n, a, tuple(smallest_tree(grammar, k) for k in grammar.alts[n][a].kids))
-    table = grammar.tables[n]
+    return intern(grammar, (n, a, tuple(smallest_tree(grammar, k) for k in grammar.alts[n][a].kids)))
+
+
+def refill(old: tuple, want: tuple[int, ...], fill) -> tuple:
+    """Children for the nonterminals ``want`` (another alternative of the same node):
+    the old children of the same nonterminal, in order, where there are some;
+    ``fill(symbol)`` for the rest."""
+    unused = list(old)
+    out = []
+    for symbol in want:
+        for i, kid in enumerate(unused):
+            if kid[0] == symbol:
+                out.append(unused.pop(i))
+                break
+        else:
+            out.append(fill(symbol))
+    return tuple(out)
+
+
+def intern(grammar: CompiledGrammar, node: Node) -> Node:
+    """The tabulated language's own object for ``node`` (it renders and encodes from
+    caches), or ``node`` itself when its nonterminal is not tabulated."""
+    table = grammar.tables[node[0]]
     return table.trees[table.index[node]] if table is not None else node
 
 

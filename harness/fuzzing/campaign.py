@@ -23,6 +23,8 @@ streams libFuzzer's output, and prints a summary at the end.  It
 * records the campaign's time series, ``stats.csv`` in the artifacts folder
   (``harness.fuzzing.series``), and shows it as a live status line
   (``harness.fuzzing.status``).
+* stops the whole campaign on SIGINT/SIGTERM/SIGHUP, and lets none of it
+  outlive ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`).
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
@@ -44,6 +46,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence, TextIO
+
+from harness.fuzzing.supervisor import Supervisor
+from harness.run.atomic import remove_partials
 
 __all__ = [
     "CampaignConfig",
@@ -387,6 +392,7 @@ class CampaignResult:
     restarts: Optional[int] = None  # persistent drivers restarted (summed over workers)
     restart_reasons: str = ""
     grammar_coverage: Optional[str] = None  # "grammar coverage: k=1 a/b, k=2 c/d" of the corpus after
+    stop_signal: Optional[int] = None  # the signal that stopped the campaign, if one did
 
     @property
     def finding_count(self) -> int:
@@ -567,6 +573,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
 
     config.corpus.mkdir(parents=True, exist_ok=True)
     config.artifacts.mkdir(parents=True, exist_ok=True)
+    remove_partials(config.artifacts)  # temporaries of writers killed in an earlier run
     corpus_before = count_files(config.corpus)
     sidecars_before = _sidecars(config.artifacts)
     crashes_before = _crash_files(config.artifacts)
@@ -575,7 +582,6 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     env.update(config.env)
     print(f"loomfuzz fuzz: {shlex.join(command)}", file=out, flush=True)
     progress = _Progress()
-    interrupted = False
     start = time.monotonic()
     display = StatusDisplay(out)
     series = CampaignSeries(
@@ -585,36 +591,25 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         interval=config.stats_interval or DEFAULT_INTERVAL, on_sample=display.update, started=start,
     )
     env.update(series.environment)
-    try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    except OSError:
-        series.finish()
-        raise
-    series.start()
-    assert proc.stdout is not None
-    try:
+    # The supervisor turns SIGINT/SIGTERM/SIGHUP into a stop of the whole
+    # campaign (see harness/fuzzing/supervisor.py); the output is read to its
+    # end either way, so the summary counts everything done until then.
+    with Supervisor() as supervisor:
+        try:
+            proc = supervisor.start(command, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError:
+            series.finish()
+            raise
+        series.start()
+        assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
-            display.line(line)
-            progress.feed(line.rstrip("\n"))
-        proc.wait()
-    except KeyboardInterrupt:
-        # From a terminal the child got the same SIGINT; otherwise pass it on.
-        # Then let it finish its output before summarising.
-        interrupted = True
-        try:
-            proc.send_signal(signal.SIGINT)
-        except ProcessLookupError:
-            pass
-        try:
-            for raw in proc.stdout:
-                line = raw.decode("utf-8", errors="replace")
+            try:
                 display.line(line)
-                progress.feed(line.rstrip("\n"))
-            proc.wait(timeout=30)
-        except (KeyboardInterrupt, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+            except (BrokenPipeError, ValueError):  # nobody reads our output any more
+                pass
+            progress.feed(line.rstrip("\n"))
+    interrupted = supervisor.signum is not None
     seconds = time.monotonic() - start
     if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
         interrupted = True
@@ -651,6 +646,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         restart_reasons="; ".join(progress.restart_reasons),
         interrupted=interrupted,
         grammar_coverage=_corpus_grammar_coverage(config),
+        stop_signal=supervisor.signum,
     )
     series.finish(
         executions=result.executions, corpus=result.corpus_after, edges=result.edges,

@@ -8,7 +8,10 @@ Each run starts the target in its own session (so its whole process group can
 be killed on timeout), applies ``RLIMIT_AS`` (``memory_mb``) and
 ``RLIMIT_CORE=0`` with ``prlimit`` right after the exec and before the program
 is written to stdin, and reads both pipes with ``communicate``: no shell, no
-temporary files.
+temporary files.  Every run is registered with :mod:`harness.run.lifetime`:
+a stop request kills it at once (``run_program`` then raises
+``lifetime.Stopped`` instead of judging a killed run), and if this process
+dies without a word its reaper kills it.
 
 Classification reads stderr, not only the exit status (LLVM's
 ``report_fatal_error`` exits 1, like an ordinary diagnostic):
@@ -45,6 +48,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from harness.run import lifetime
+from harness.run.atomic import write_atomically
 from harness.run.expectations import (
     DEFAULT_RULE,
     Expectations,
@@ -319,6 +324,7 @@ def run_program(target: Target, text: str) -> Outcome:
         )
     except OSError as e:
         raise TargetNotFound(f"cannot run {target.argv[0]}: {e.strerror}") from None
+    lifetime.run_started(proc.pid)  # a stop kills it; a reaper kills it if we die
     _set_limits(proc.pid, target.memory_mb)
     timed_out = False
     try:
@@ -339,11 +345,13 @@ def run_program(target: Target, text: str) -> Outcome:
     except BaseException:
         _kill_group(proc.pid)
         proc.wait()
+        lifetime.child_ended(proc.pid)
         raise
     duration = time.monotonic() - start
     if timed_out:
         # reap anything still alive in the group (the leader is gone already)
         _kill_group(proc.pid)
+    lifetime.run_ended(proc.pid)  # raises lifetime.Stopped if a stop cut the run short
     stdout = out.decode("utf-8", errors="replace")
     stderr = err.decode("utf-8", errors="replace")
     kind, status, sig, reason = classify(
@@ -554,7 +562,10 @@ def write_finding(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     program = d / f"{name}.mlir"
-    program.write_text(text, encoding="utf-8")
+    # Each file appears whole (write then rename), the .json last: a sidecar
+    # never exists half-written, and crash-<sha1> (libFuzzer's, written after
+    # this returns) never exists without both.
+    write_atomically(program, text)
     o = verdict.outcome
     record = {
         "name": name,
@@ -571,6 +582,4 @@ def write_finding(
         **verdict.to_json(),
         **(extra or {}),
     }
-    tmp = d / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, d / f"{name}.json")
+    write_atomically(d / f"{name}.json", json.dumps(record, indent=2) + "\n")

@@ -93,7 +93,7 @@ __all__ = [
 ]
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-", "minimized-from-")
-_NOT_ARTIFACT_SUFFIXES = (".mlir", ".json", ".txt", ".log", ".md")
+_NOT_ARTIFACT_SUFFIXES = (".mlir", ".json", ".txt", ".log", ".md", ".partial")  # .partial: half-written
 _SIDECAR_SUFFIXES = (".mlir", ".json")
 
 #: A flaky bucket's predicate retries a candidate until a miss this unlikely.
