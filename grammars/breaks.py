@@ -28,6 +28,7 @@ from typing import Callable
 from grammars.program_shape import GRAMMAR as _DEFAULT
 from grammars.program_shape import RENDERINGS as _DEFAULT_RENDERINGS
 from grammars.program_shape import mlir, opts
+from grammars.transform import distinct_children, prune
 
 START = "<start>"
 #: Every program breaks exactly one precondition (the label of its first choice).
@@ -388,20 +389,11 @@ def grammar_for(precondition: str) -> tuple[Grammar, dict[str, Oracle]]:
     g = copy.deepcopy(_DEFAULT)
     oracle = copy.deepcopy(_DEFAULT_RENDERINGS["oracle"])
     TRANSFORMATIONS[precondition](g, oracle)
-    return _prune(g), {"oracle": {k: v for k, v in oracle.items() if k in g}}
-
-
-def _prune(g: Grammar) -> Grammar:
-    """Drop what the start symbol no longer reaches (the core refuses unreachable rules)."""
-    seen, stack = {START}, [START]
-    while stack:
-        for expansion in g[stack.pop()]:
-            for used in _NONTERMINAL.findall(_text(expansion)):
-                symbol = f"<{used}>"
-                if symbol in g and symbol not in seen:
-                    seen.add(symbol)
-                    stack.append(symbol)
-    return {k: v for k, v in g.items() if k in seen}
+    g = distinct_children(prune(g, START))
+    for symbol in [k for k in oracle if f"{k[:-1]}-0>" in g]:  # moved into <S-N> children
+        for number, expansion in enumerate(oracle.pop(symbol)):
+            oracle[f"{symbol[:-1]}-{number}>"] = [expansion]
+    return g, {"oracle": {k: v for k, v in oracle.items() if k in g}}
 
 
 def _all() -> tuple[Grammar, dict[str, Oracle]]:

@@ -35,6 +35,7 @@ import copy
 from grammars.program_shape import GRAMMAR as _DEFAULT
 from grammars.program_shape import RENDERINGS as _DEFAULT_RENDERINGS
 from grammars.program_shape import mlir, opts
+from grammars.transform import distinct_children
 
 START = "<start>"
 #: Programs of this grammar step outside P1-P24 on purpose (valid MLIR all the same).
@@ -252,4 +253,5 @@ GRAMMAR["<two-levels>"] = [
     (_wrapped(*_outer_parallel["forall"], "<inner-wrapped>")[0], opts(indent=2, label="forall")),
 ]
 
+GRAMMAR = distinct_children(GRAMMAR)
 RENDERINGS = copy.deepcopy(_DEFAULT_RENDERINGS)
