@@ -255,3 +255,11 @@ GRAMMAR["<two-levels>"] = [
 
 GRAMMAR = distinct_children(GRAMMAR)
 RENDERINGS = copy.deepcopy(_DEFAULT_RENDERINGS)
+
+#: Per decision, the labels of the alternatives the default profile has too: any other
+#: label a tree takes is an edge construct (harness.contract names them in findings).
+NORMAL: dict[str, set[str]] = {
+    "<site>": {"none", "if", "for"},
+    "<region>": {"arith", "memory", "branch", "freeze", "loop", "call"},
+    "<attrs>": {"normal"},
+}

@@ -11,6 +11,7 @@ from harness.commands import (
     add_grammar_arguments,
     add_target_arguments,
     grammar_from_args,
+    profile_from_args,
     target_from_args,
     whole_number,
 )
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         grammar_features=args.grammar_features,
         grammar=args.grammar,
-        profile=args.profile,
+        profile=profile_from_args(args),
         time=args.time,
         runs=args.runs,
         jobs=args.jobs,
