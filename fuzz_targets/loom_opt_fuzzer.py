@@ -211,7 +211,8 @@ class LoomOptFuzzer:
         if verdict.finding:
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             if self.persistent is not None:
-                self.persistent.write_finding(self.directory, name, text, verdict)
+                self.persistent.write_finding(self.directory, name, text, verdict,
+                                              describe_grammar(self.grammar, program))
             else:
                 write_finding(self.directory, name, text, target, verdict,
                               describe_grammar(self.grammar, program))
