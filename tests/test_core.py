@@ -142,7 +142,7 @@ def test_engines_follow_every_weight(grammar_case, engine, count):
 
 
 def test_chi_square_catches_a_skewed_sample():
-    g = load_file(str(PROFILE_FILES[0]))
+    g = load_file(str(ROOT / "grammars" / "program_shape.py"))  # the default profile
     counts = ChoiceCounts(g)
     n = g.ids["<site>"]
     counts.counts[n] = [400, 350, 250]
