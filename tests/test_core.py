@@ -150,7 +150,7 @@ def _assert_follows_weights(g, engine: str, count: int) -> None:
 
 
 def test_chi_square_catches_a_skewed_sample():
-    g = load_file(str(PROFILE_FILES[0]))
+    g = load_file(str(ROOT / "grammars" / "program_shape.py"))  # the default profile
     counts = ChoiceCounts(g)
     n = g.ids["<site>"]
     counts.counts[n] = [400, 350, 250]
