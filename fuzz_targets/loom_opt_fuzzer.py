@@ -108,7 +108,8 @@ from harness.fuzzing.campaign import (
 )
 from harness.core.codec import decode, max_input_length
 from harness.core.features import KPathFeatures
-from harness.core.grammar import GrammarError, load
+from harness.contract import describe_grammar, load_grammar, with_robust_expectations
+from harness.core.grammar import GrammarError
 from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing.series import WorkerSeries
@@ -244,9 +245,11 @@ class LoomOptFuzzer:
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             if self.persistent is not None:
-                self.persistent.write_finding(self.directory, name, text, verdict)
+                self.persistent.write_finding(self.directory, name, text, verdict,
+                                              describe_grammar(self.grammar, program))
             else:
-                write_finding(self.directory, name, text, target, verdict)
+                write_finding(self.directory, name, text, target, verdict,
+                              describe_grammar(self.grammar, program))
             kind = outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
@@ -337,7 +340,7 @@ def main(argv: list[str]) -> None:
     opts = options_with_env(values, OPTIONS)
 
     try:
-        grammar = load(opts.get("grammar") or None, opts.get("profile") or None)
+        grammar = load_grammar(opts.get("grammar") or None, opts.get("profile") or None)
     except GrammarError as error:
         fail(str(error))
     name = opts.get("target") or "loom-opt"
@@ -361,6 +364,8 @@ def main(argv: list[str]) -> None:
         )
     except (TargetNotFound, ExpectationsError) as error:
         fail(str(error), 1)
+    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
+    target = with_robust_expectations(target, grammar, bool(opts.get("expectations")))
 
     artifacts = opts.get("artifacts")
     if artifacts and not has_flag(flags, "artifact_prefix"):

@@ -36,10 +36,23 @@ def _spelling(text: str) -> list[str]:
     return out
 
 
+_SPELLINGS: dict[int, tuple[Mapping, dict]] = {}  # id(grammar) -> (grammar, its spellings)
+
+
+def _spellings(grammar: Mapping[str, list]) -> dict:
+    """Every symbol's expansions spelled out, once per grammar object (the derived profiles
+    have hundreds of nonterminals: spelling them per tree would dominate the tests)."""
+    cached = _SPELLINGS.get(id(grammar))
+    if cached is None or cached[0] is not grammar:
+        cached = (grammar, {symbol: [_spelling(_expansion_text(e)) for e in expansions]
+                            for symbol, expansions in grammar.items()})
+        _SPELLINGS[id(grammar)] = cached
+    return cached[1]
+
+
 def recognizes(grammar: Mapping[str, list], start: str, tree: tuple) -> bool:
     """True when the fuzzingbook-style ``tree`` is a derivation of ``start`` in ``grammar``."""
-    spellings = {symbol: [_spelling(_expansion_text(e)) for e in expansions]
-                 for symbol, expansions in grammar.items()}
+    spellings = _spellings(grammar)
     stack = [(start, tree)]
     while stack:
         expected, (symbol, children) = stack.pop()

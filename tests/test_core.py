@@ -132,9 +132,17 @@ def _chi_square_ok(counts: ChoiceCounts, g) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("engine,count", [("fast", 20_000), ("fuzzingbook", 2_000)])
-def test_engines_follow_every_weight(grammar_case, engine, count):
-    g, _ = grammar_case
+def test_fast_engine_follows_every_weight(grammar_case):
+    _assert_follows_weights(grammar_case[0], "fast", 20_000)
+
+
+# The default grammar's fuzzingbook sample is tests/test_engine.py's (3,000 programs).
+@pytest.mark.parametrize("path", [p for p in ALL if p.stem != "program_shape"], ids=lambda p: p.stem)
+def test_fuzzingbook_engine_follows_every_weight(path):
+    _assert_follows_weights(load_file(str(path)), "fuzzingbook", 1_500)
+
+
+def _assert_follows_weights(g, engine: str, count: int) -> None:
     counts = ChoiceCounts(g).update(generate(g, engine, 2024, count))
     tested = [n for n in counts.decisions if sum(counts.counts[n]) >= 100]
     assert tested, "no weighted choice was observed often enough"
@@ -142,7 +150,7 @@ def test_engines_follow_every_weight(grammar_case, engine, count):
 
 
 def test_chi_square_catches_a_skewed_sample():
-    g = load_file(str(PROFILE_FILES[0]))
+    g = load_file(str(ROOT / "grammars" / "program_shape.py"))  # the default profile
     counts = ChoiceCounts(g)
     n = g.ids["<site>"]
     counts.counts[n] = [400, 350, 250]

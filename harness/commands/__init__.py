@@ -72,14 +72,31 @@ def add_grammar_arguments(parser) -> None:
                        help="a grammar file: Python defining GRAMMAR (and START, RENDERINGS, "
                             "MAX_DEPTH) or JSON of the grammar dict (default: the profile's)")
     group.add_argument("--profile", choices=sorted(PROFILES), default=None,
-                       help=f"a built-in grammar (default: {DEFAULT_PROFILE})")
+                       help=f"a built-in grammar (default: {DEFAULT_PROFILE}); edge and break "
+                            "leave P1-P24 on purpose and are judged by the robustness oracle")
+    parser.add_argument("--break", dest="break_precondition", metavar="P<n>", default=None,
+                        help="programs that break precondition P<n> alone (the break profile's "
+                             "grammar for one precondition; implies --profile break)")
+
+
+def profile_from_args(args: argparse.Namespace) -> str | None:
+    """``--profile``, or ``break:P<n>`` for ``--break P<n>`` (harness.contract.load_grammar)."""
+    precondition = getattr(args, "break_precondition", None)
+    if precondition:
+        return f"break:{precondition}"
+    return getattr(args, "profile", None)
 
 
 def grammar_from_args(args: argparse.Namespace):
     """The compiled grammar the options name; raises ``GrammarError`` (one line)."""
-    from harness.core.grammar import load
+    from harness.contract import load_grammar
+    from harness.core.grammar import GrammarError
 
-    return load(getattr(args, "grammar", None), getattr(args, "profile", None))
+    if getattr(args, "break_precondition", None) and getattr(args, "profile", None) not in (None, "break"):
+        raise GrammarError(f"--break goes with --profile break, not --profile {args.profile}")
+    if getattr(args, "break_precondition", None) and getattr(args, "grammar", None):
+        raise GrammarError("--break goes with the break profile, not --grammar")
+    return load_grammar(getattr(args, "grammar", None), profile_from_args(args))
 
 
 class TargetError(Exception):

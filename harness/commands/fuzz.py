@@ -12,6 +12,7 @@ from harness.commands import (
     add_target_arguments,
     grammar_from_args,
     positive_number,
+    profile_from_args,
     target_from_args,
     whole_number,
 )
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         grammar_features=args.grammar_features,
         grammar=args.grammar,
-        profile=args.profile,
+        profile=profile_from_args(args),
         time=args.time,
         runs=args.runs,
         jobs=args.jobs,

@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sources import SourceError, from_files, from_generator
     from harness.fuzzing.sweep import ShardError, format_summary, parse_shard, run_sweep
+    from harness.contract import with_robust_expectations
+    from harness.core.grammar import GrammarError
     from harness.run.runner import TargetNotFound
 
     if args.inputs and args.count is not None:
@@ -70,10 +72,16 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as error:
         return _error(str(error))
     try:
+        grammar = grammar_from_args(args)
+    except GrammarError as error:
+        return _error(str(error))
+    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
+    target = with_robust_expectations(target, grammar, args.expectations is not None)
+    try:
         if args.inputs:
             source = from_files(args.inputs)
         else:
-            source = from_generator(grammar_from_args(args), args.engine, args.seed, args.count or 1000,
+            source = from_generator(grammar, args.engine, args.seed, args.count or 1000,
                                     target.render)
     except SourceError as error:
         return _error(str(error))

@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
+    from harness.contract import with_robust_expectations
+    from harness.core.grammar import GrammarError
     from harness.run.runner import TargetNotFound
     from harness.triage.pipeline import TriageConfig, run_triage
 
@@ -107,6 +109,12 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         target = target_from_args(args)
     except TargetError as error:
         return _error(str(error))
+    try:
+        grammar = grammar_from_args(args)
+    except GrammarError as error:
+        return _error(str(error))
+    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
+    target = with_robust_expectations(target, grammar, args.expectations is not None)
     config = TriageConfig(
         inputs=inputs,
         target=target,
@@ -117,7 +125,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         text_reduce=args.text_reduce,
         max_minimize_evaluations=args.max_candidates,
         progress=not args.no_progress,
-        grammar=grammar_from_args(args),
+        grammar=grammar,
     )
     try:
         s = run_triage(config)

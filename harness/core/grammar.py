@@ -545,7 +545,7 @@ def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fa
 # ------------------------------------------------------------------ profiles
 
 #: Profile name -> module of the ``grammars`` package (imported, so bundles carry them).
-PROFILES = {"conventions": "grammars.program_shape"}
+PROFILES = {"conventions": "grammars.program_shape", "edge": "grammars.edge", "break": "grammars.breaks"}
 DEFAULT_PROFILE = "conventions"
 
 

@@ -99,10 +99,15 @@ class Renderer:
             state.tops[i] = state.next[i]
             state.next[i] += 1
         inner = indent + shift
+        node_of = self._node
         for part in parts:
-            if type(part) is int:
-                self._node(kids[part], inner, out, state)
-            elif type(part) is CounterRef:
+            kind = type(part)
+            if kind is str and not indent:  # the common case, inlined
+                out.append(part)
+                state.line_start = part[-1] == "\n"
+            elif kind is int:
+                node_of(kids[part], inner, out, state)
+            elif kind is CounterRef:
                 value = state.tops[self.counter_index[part]]
                 state.emit(str(value) if value >= 0 else "", indent, out)
             else:

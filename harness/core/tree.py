@@ -128,6 +128,14 @@ def describe(grammar: CompiledGrammar, node: Node) -> str:
 
 # ------------------------------------------------------ fuzzingbook trees
 
+_UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})
+
+
+def _unescape(text: str) -> str:
+    """Terminal text as compiled (the grammar file's ‹› read as MLIR's <>)."""
+    return text.translate(_UNESCAPE)
+
+
 FuzzingbookTree = tuple[str, Any]
 
 
@@ -157,10 +165,10 @@ def from_fuzzingbook(grammar: CompiledGrammar, tree: FuzzingbookTree) -> Node:
     kids = tuple(from_fuzzingbook(grammar, child) for child in children or ()
                  if child[0] in grammar.ids and child[1] is not None)
     kid_ids = tuple(kid[0] for kid in kids)
-    text = "".join(child[0] for child in children or ())
+    text = _unescape("".join(child[0] for child in children or ()))
     candidates = [a for a, alt in enumerate(grammar.alts[n]) if alt.kids == kid_ids]
     if len(candidates) > 1:  # same nonterminals: tell them apart by the expansion text
-        exact = [a for a in candidates if grammar.alts[n][a].text == text]
+        exact = [a for a in candidates if _unescape(grammar.alts[n][a].text) == text]
         candidates = exact or candidates
     if not candidates:
         raise ValueError(f"{symbol}: no alternative has the children {[c[0] for c in children or ()]}")

@@ -487,12 +487,14 @@ class PersistentRunner:
                 f"{fresh.reason}; program {position} since the driver started)",
         )
 
-    def write_finding(self, directory, name: str, text: str, verdict: Verdict) -> None:
+    def write_finding(self, directory, name: str, text: str, verdict: Verdict,
+                      extra: dict | None = None) -> None:
         """:func:`harness.run.runner.write_finding` plus, for a persistent-only
         finding, the driver's part: ``persistent`` in ``NAME.json`` (driver
         command line, position, restart interval, history file) and
-        ``NAME.history.txt`` (the programs before it since the driver started)."""
-        extra = None
+        ``NAME.history.txt`` (the programs before it since the driver started);
+        ``extra``'s keys go into ``NAME.json`` too."""
+        extra = dict(extra or {})
         if verdict.persistent_only:
             history_name = f"{name}.history.txt"
             path = Path(directory) / history_name
@@ -500,13 +502,13 @@ class PersistentRunner:
             tmp = path.with_name(f".{history_name}.tmp")
             tmp.write_text("\n// -----\n".join(self.last_history), encoding="utf-8")
             os.replace(tmp, path)
-            extra = {"persistent": {
+            extra["persistent"] = {
                 **self.target.to_json(),
                 "position": self.last_position,
                 "history": history_name,
                 "history_programs": len(self.last_history),
-            }}
-        write_finding(directory, name, text, self.target.process, verdict, extra=extra)
+            }
+        write_finding(directory, name, text, self.target.process, verdict, extra=extra or None)
 
 
 def run_programs(target: PersistentTarget, texts: Sequence[str]) -> list[Outcome]:

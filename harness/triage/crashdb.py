@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 APPLICATION = "loom-fuzz-triage"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("new", "known", "fixed", "regressed")
 
 _SCHEMA = """
@@ -135,7 +135,9 @@ CREATE TABLE buckets (
     text_reduced TEXT,
     text_reduced_lines INTEGER,
     text_runs INTEGER,
-    note TEXT
+    note TEXT,
+    profile TEXT,
+    minimized_contract TEXT
 );
 CREATE TABLE members (
     id INTEGER PRIMARY KEY,
@@ -156,7 +158,9 @@ CREATE TABLE members (
     stderr TEXT,
     first_path TEXT NOT NULL,
     run_id INTEGER REFERENCES runs(id),
-    recorded TEXT NOT NULL
+    recorded TEXT NOT NULL,
+    profile TEXT,
+    contract TEXT
 );
 CREATE INDEX members_bucket ON members(bucket_id);
 CREATE TABLE files (
@@ -173,6 +177,13 @@ CREATE TABLE sightings (
     PRIMARY KEY (run_id, member_id)
 );
 """
+
+
+#: Columns schema version 2 added (a version-1 database gains them, NULL, when opened):
+#: the profile of the grammar an input came from, the contract it breaks (harness.contract:
+#: none, edge: ..., P<n>), and the same for a bucket and its minimized program.
+_ADDED_IN_2 = (("members", "profile"), ("members", "contract"),
+               ("buckets", "profile"), ("buckets", "minimized_contract"))
 
 
 class DatabaseError(Exception):
@@ -223,6 +234,8 @@ class MemberRecord:
     reason: str
     stderr: str | None
     first_path: str
+    profile: str | None = None  # the grammar's profile (break:P<n> for --break)
+    contract: str | None = None  # harness.contract.contract_of: none | edge: ... | P<n>
 
     @property
     def lines(self) -> int:
@@ -314,7 +327,13 @@ class TriageDB:
             raise DatabaseError(
                 f"{self.path}: schema version {version} is newer than this loom-fuzz's ({SCHEMA_VERSION})"
             )
-        if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
+        if version == 1:  # version 2 added the grammar profile and the contract broken
+            with self.transaction():
+                for table, column in _ADDED_IN_2:
+                    c.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+                c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            version = SCHEMA_VERSION
+        if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists
             raise DatabaseError(f"{self.path}: schema version {version} is too old")
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA synchronous = NORMAL")
@@ -450,8 +469,8 @@ class TriageDB:
                     bucket_id = int(
                         c.execute(
                             "INSERT INTO buckets (signature, kind, type, message, frames, status, "
-                            "first_seen, last_seen, first_run, last_run, count, reproduction, target) "
-                            "VALUES (?, ?, ?, ?, ?, 'new', ?, ?, ?, ?, 0, ?, ?)",
+                            "first_seen, last_seen, first_run, last_run, count, reproduction, target, "
+                            "profile) VALUES (?, ?, ?, ?, ?, 'new', ?, ?, ?, ?, 0, ?, ?, ?)",
                             (
                                 signature.key,
                                 signature.kind,
@@ -464,6 +483,7 @@ class TriageDB:
                                 run_id,
                                 record.reproduction,
                                 json.dumps(target, sort_keys=True) if target else None,
+                                record.profile,
                             ),
                         ).lastrowid
                     )
@@ -487,7 +507,8 @@ class TriageDB:
                 c.execute(
                     "INSERT INTO members (sha256, bucket_id, form, tree, data, text, lines, sites, "
                     "not_in_shape, reproduction, hits, attempts, outcome, reason, stderr, first_path, "
-                    "run_id, recorded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "run_id, recorded, profile, contract) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.sha256,
                         bucket_id,
@@ -507,6 +528,8 @@ class TriageDB:
                         record.first_path,
                         run_id,
                         stamp,
+                        record.profile,
+                        record.contract,
                     ),
                 ).lastrowid
             )
@@ -568,6 +591,7 @@ class TriageDB:
         seconds: float,
         steps: Sequence[str],
         note: str | None = None,
+        contract: str | None = None,
     ) -> None:
         lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         with self.transaction() as c:
@@ -577,7 +601,7 @@ class TriageDB:
                 "minimized_stderr = ?, minimized_signal = ?, minimized_returncode = ?, "
                 "minimized_hits = ?, minimized_attempts = ?, reproduction = ?, "
                 "min_runs = ?, min_evaluations = ?, min_seconds = ?, min_steps = ?, "
-                "note = ? WHERE id = ?",
+                "note = ?, minimized_contract = ? WHERE id = ?",
                 (
                     representative,
                     text,
@@ -597,6 +621,7 @@ class TriageDB:
                     round(seconds, 6),
                     json.dumps(list(steps)),
                     note,
+                    contract,
                     bucket_id,
                 ),
             )

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from harness.checker import check_text
+from harness.contract import contract_of, describe_grammar
 from harness.core.codec import decode, encode
 from harness.core.grammar import CompiledGrammar, Node, default_grammar
 from harness.core.parse import parse, split_programs
@@ -397,6 +398,17 @@ def _tree_fields(grammar: CompiledGrammar, program: Node | None) -> dict:
             "sites": sum(1 for _ in decisions(grammar, program))}
 
 
+def _contract_fields(grammar: CompiledGrammar, program: Node | None, text: str) -> dict:
+    """The profile an input came from and the contract it breaks (harness.contract):
+    for a tree, what its grammar says (none, edge: ..., P<n>); for text outside the
+    grammar, what the independent checker finds (none, or the violated P<n>s)."""
+    profile = describe_grammar(grammar)["profile"]
+    if program is not None:
+        return {"profile": profile, "contract": contract_of(grammar, program)}
+    broken = sorted({v.rule for v in check_text(text)}, key=lambda rule: int(rule[1:]))
+    return {"profile": profile, "contract": ", ".join(broken) if broken else "none"}
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm import tqdm
 
@@ -550,6 +562,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     reason=rep.reason,
                     stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
                     first_path=inp.path,
+                    **_contract_fields(grammar, inp.program, inp.text),
                 )
                 files = [(m.path, m.file_sha) for m in groups[inp.sha]]
                 db.record_member(run_id, record, files, rep.signature, target_json)
@@ -597,6 +610,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     seconds=r.seconds,
                     steps=r.steps,
                     note=r.note,
+                    contract=_contract_fields(grammar, r.program, r.text)["contract"],
                 )
                 bar.update(1)
 

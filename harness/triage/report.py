@@ -64,6 +64,8 @@ The signature is in a comment at the top.
           "status": "new",                        // new | known | fixed | regressed
           "first_seen": "...", "last_seen": "...", "first_run": 1, "last_run": 3,
           "members": 12,                          // distinct programs in the bucket
+          "profile": "conventions",               // the grammar profile of its first member
+                                                  // (edge, break, break:P7 for --break P7)
           "reproduction": "always",               // always | sometimes (flaky): of the minimized
                                                   // program once minimized, of the members before
           "minimized": {                          // null until minimized
@@ -78,7 +80,10 @@ The signature is in a comment at the top.
             "candidates_tested": 4,
             "seconds": 0.02,
             "steps": ["drop thread 0", "drop site 0.1"],
-            "note": null
+            "note": null,
+            "contract": "none"                    // what the minimized program breaks: none (P1-P24
+                                                  // hold), "edge: while, name-empty", "P7", or
+                                                  // the checker's P<n>s for text
           },
           "text_reduced": null | {"path": "bucket-1/text-reduced.mlir", "lines": 9, "target_runs": 120},
           "regression_test": "bucket-1/regression.mlir",
@@ -87,7 +92,8 @@ The signature is in a comment at the top.
             {"sha256": "...", "paths": ["artifacts/crash-ab12"], "form": "tree",
              "tree": "t0[...] t1[...]", "sites": 3, "lines": 80,
              "reproduction": "always", "hits": 3, "attempts": 3,
-             "outcome": "crash", "not_in_shape": null}
+             "outcome": "crash", "not_in_shape": null,
+             "profile": "break", "contract": "P7"}   // the member's profile and what it breaks
           ]
         }
       ],
@@ -244,6 +250,8 @@ def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
         "attempts": row["attempts"],
         "outcome": row["outcome"],
         "not_in_shape": row["not_in_shape"],
+        "profile": row["profile"],
+        "contract": row["contract"],
     }
     if with_reason:
         d["reason"] = row["reason"]
@@ -279,6 +287,7 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "seconds": b["min_seconds"],
                 "steps": json.loads(b["min_steps"] or "[]"),
                 "note": b["note"],
+                "contract": b["minimized_contract"],
             }
         text_reduced = None
         if b["text_reduced"] is not None:
@@ -301,6 +310,7 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "first_run": b["first_run"],
                 "last_run": b["last_run"],
                 "members": b["count"],
+                "profile": b["profile"],
                 "reproduction": b["reproduction"],
                 "minimized": minimized,
                 "text_reduced": text_reduced,
@@ -322,6 +332,17 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
 
 def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def _contract_words(contract: str | None) -> str:
+    """harness.contract's contract in a sentence's words."""
+    if contract is None:
+        return "unknown"
+    if contract == "none":
+        return "none (P1-P24 hold)"
+    if contract.startswith("edge"):
+        return f"an edge construct ({contract[len('edge: '):] or 'edge'})"
+    return contract
 
 
 def report_markdown(data: dict) -> str:
@@ -360,6 +381,8 @@ def report_markdown(data: dict) -> str:
         lines.append(f"## Bucket {b['id']}: {b['kind']} ({b['status']})")
         lines.append("")
         lines.append(f"- signature: `{_cell(b['signature'])}`")
+        if b.get("profile"):
+            lines.append(f"- profile: {b['profile']}")
         m = b["minimized"]
         if m:
             shape = m["tree"] if m["in_shape"] else "text, not in the shape"
@@ -367,6 +390,7 @@ def report_markdown(data: dict) -> str:
                 f"- minimized: [{m['path']}]({m['path']}) ({shape}; {m['lines']} lines; "
                 f"{m['target_runs']} target runs)"
             )
+            lines.append(f"- contract the minimized program breaks: {_contract_words(m.get('contract'))}")
             lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
         if b["text_reduced"]:
             tr = b["text_reduced"]

@@ -1,0 +1,132 @@
+"""Which contract a program keeps or breaks, and what that means for judging it.
+
+A grammar file says what its programs promise (``CONTRACT``): ``P1-P24``
+(the default profile: every precondition holds), ``edge`` (valid MLIR that
+steps outside P1-P24 where loom's pass trusts its input, ``grammars/edge.py``)
+or ``break-one`` (exactly one precondition broken, ``grammars/breaks.py``,
+whose first decision is labelled with that precondition).  This module turns
+that into:
+
+* :func:`load_grammar`: ``--grammar``/``--profile`` as the core loads them,
+  plus ``break:P<n>`` (``--profile break --break P<n>``): the break grammar of
+  one precondition;
+* :func:`contract_of`: for one tree, ``none`` (in contract), ``edge: ...``
+  (the edge constructs it uses) or ``P<n>``;
+* :func:`robust_expectations`: off the contract, a pass owes no particular
+  result, only a clean one (``harness/run/expectations_data/robustness.json``:
+  accepted, or rejected with an ``error:`` diagnostic; any crash, timeout or
+  oom is a finding, and so is a rejection without a diagnostic).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from harness.core.grammar import CompiledGrammar, GrammarError, compile_grammar, load
+from harness.core.tree import Node
+
+__all__ = ["IN_CONTRACT", "break_precondition", "contract_of", "describe_grammar",
+           "in_contract", "load_grammar", "robust_expectations", "with_robust_expectations"]
+
+IN_CONTRACT = "P1-P24"
+BREAK_PREFIX = "break:"
+_PRECONDITION = re.compile(r"P([1-9]|1\d|2[0-4])")
+
+
+def in_contract(grammar: CompiledGrammar) -> bool:
+    """Do the grammar's programs promise P1-P24 (the checker's contract)?"""
+    return grammar.meta.get("CONTRACT") == IN_CONTRACT
+
+
+@lru_cache(maxsize=None)
+def _break_grammar(precondition: str) -> CompiledGrammar:
+    import grammars.breaks as breaks
+
+    try:
+        grammar, renderings = breaks.grammar_for(precondition)
+    except ValueError as error:
+        raise GrammarError(f"--break {precondition}: {error}") from None
+    return compile_grammar(grammar, breaks.START, renderings, source=f"{breaks.__file__}[{precondition}]",
+                           meta={"CONTRACT": breaks.CONTRACT, "PROFILE": breaks.PROFILE,
+                                 "BREAKS": precondition})
+
+
+def load_grammar(grammar_file: str | None = None, profile: str | None = None) -> CompiledGrammar:
+    """The core's ``load``, plus ``profile="break:P<n>"``: programs breaking P<n> alone."""
+    if not grammar_file and profile and profile.startswith(BREAK_PREFIX):
+        precondition = profile[len(BREAK_PREFIX):].upper()
+        if not _PRECONDITION.fullmatch(precondition):
+            raise GrammarError(f"--break takes P1 ... P24, not {precondition!r}")
+        return _break_grammar(precondition)
+    return load(grammar_file, profile)
+
+
+def break_precondition(grammar: CompiledGrammar, tree: Node) -> str | None:
+    """The precondition a break program breaks: the label of its first choice (the
+    ``break`` profile) or the one the grammar was made for (``--break P<n>``)."""
+    if grammar.meta.get("CONTRACT") != "break-one":
+        return None
+    if "BREAKS" in grammar.meta:
+        return grammar.meta["BREAKS"]
+    label = grammar.label(tree[0], tree[1])
+    return label if _PRECONDITION.fullmatch(label) else None
+
+
+def _edge_constructs(grammar: CompiledGrammar, tree: Node) -> list[str]:
+    """The labels of the edge alternatives the tree takes (``grammars.edge.NORMAL`` says
+    which alternatives are the default profile's own)."""
+    from grammars.edge import NORMAL
+
+    found: list[str] = []
+    stack = [tree]
+    while stack:
+        n, a, kids = stack.pop()
+        normal = NORMAL.get(grammar.names[n])
+        if normal is not None:
+            label = grammar.label(n, a)
+            if label not in normal and label not in found:
+                found.append(label)
+        stack.extend(reversed(kids))
+    return found
+
+
+def contract_of(grammar: CompiledGrammar | None, tree: Node | None) -> str:
+    """``none`` (P1-P24 hold), ``P<n>`` (the broken precondition), ``edge: a, b``
+    (the edge constructs used), ``edge`` when none is named, or ``unknown``."""
+    if grammar is None or tree is None:
+        return "unknown"
+    contract = grammar.meta.get("CONTRACT")
+    if contract == IN_CONTRACT:
+        return "none"
+    if contract == "break-one":
+        return break_precondition(grammar, tree) or "unknown"
+    if contract == "edge":
+        constructs = _edge_constructs(grammar, tree)
+        return "edge: " + ", ".join(constructs) if constructs else "edge"
+    return "unknown"
+
+
+def describe_grammar(grammar: CompiledGrammar, tree: Node | None = None) -> dict[str, str]:
+    """What a finding records of its grammar: ``profile`` and ``contract``."""
+    profile = grammar.meta.get("PROFILE") or grammar.source
+    if grammar.meta.get("BREAKS"):
+        profile = f"{BREAK_PREFIX}{grammar.meta['BREAKS']}"
+    return {"profile": profile, "contract": contract_of(grammar, tree)}
+
+
+def robust_expectations():
+    """The robustness oracle (``expectations_data/robustness.json``)."""
+    from harness.run.expectations import builtin_expectations
+
+    return builtin_expectations("robustness")
+
+
+def with_robust_expectations(target, grammar: CompiledGrammar, expectations_given: bool):
+    """``target`` judged by the robustness oracle when the grammar leaves P1-P24 and the
+    user gave no expectations of their own."""
+    import dataclasses
+
+    if expectations_given or in_contract(grammar) or grammar.meta.get("CONTRACT") is None:
+        return target
+    return dataclasses.replace(target, expectations=robust_expectations())
