@@ -99,6 +99,15 @@ def grammar_from_args(args: argparse.Namespace):
     return load_grammar(getattr(args, "grammar", None), profile_from_args(args))
 
 
+def target_for_grammar(args: argparse.Namespace, grammar):
+    """The target of the options, judged as ``grammar``'s programs deserve: off P1-P24
+    (edge, break) only a clean outcome is owed, the robustness oracle (unless
+    ``--expectations`` names a file).  Raises ``TargetError``."""
+    from harness.contract import with_robust_expectations
+
+    return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
+
+
 class TargetError(Exception):
     """The target options do not name a usable target (one line for the user)."""
 

@@ -14,7 +14,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
-    target_from_args,
+    target_for_grammar,
     whole_number,
 )
 
@@ -160,7 +160,7 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
     if args.render is not None:
         return _error("--render is for -o: --run renders the programs for the target")
     try:
-        target = target_from_args(args)
+        target = target_for_grammar(args, grammar)
     except TargetError as error:
         return _error(str(error))
     if target.render not in grammar.renderings:

@@ -11,7 +11,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
-    target_from_args,
+    target_for_grammar,
     whole_number,
 )
 
@@ -57,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sources import SourceError, from_files, from_generator
     from harness.fuzzing.sweep import ShardError, format_summary, parse_shard, run_sweep
-    from harness.contract import with_robust_expectations
-    from harness.core.grammar import GrammarError
     from harness.run.runner import TargetNotFound
 
     if args.inputs and args.count is not None:
@@ -67,16 +65,11 @@ def run(args: argparse.Namespace) -> int:
         shard = parse_shard(args.shard) if args.shard else None
     except ShardError as error:
         return _error(str(error))
+    grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
     try:
-        target = target_from_args(args)
+        target = target_for_grammar(args, grammar)
     except TargetError as error:
         return _error(str(error))
-    try:
-        grammar = grammar_from_args(args)
-    except GrammarError as error:
-        return _error(str(error))
-    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
-    target = with_robust_expectations(target, grammar, args.expectations is not None)
     try:
         if args.inputs:
             source = from_files(args.inputs)

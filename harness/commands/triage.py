@@ -22,7 +22,7 @@ from harness.commands import (
     add_grammar_arguments,
     add_target_arguments,
     grammar_from_args,
-    target_from_args,
+    target_for_grammar,
     whole_number,
 )
 
@@ -98,23 +98,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.contract import with_robust_expectations
-    from harness.core.grammar import GrammarError
     from harness.run.runner import TargetNotFound
     from harness.triage.pipeline import TriageConfig, run_triage
 
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
+    grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
     try:
-        target = target_from_args(args)
+        target = target_for_grammar(args, grammar)
     except TargetError as error:
         return _error(str(error))
-    try:
-        grammar = grammar_from_args(args)
-    except GrammarError as error:
-        return _error(str(error))
-    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
-    target = with_robust_expectations(target, grammar, args.expectations is not None)
     config = TriageConfig(
         inputs=inputs,
         target=target,
