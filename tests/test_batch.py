@@ -9,7 +9,6 @@ fake reads a program.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from harness.core.codec import decode, encode, max_input_length
 from harness.core.engine import generate
 from harness.core.features import KPathFeatures
 from harness.core.grammar import PROFILES, load_file
-from harness.core.mutate import MUTATION_OPERATORS, Mutator
+from harness.core.mutate import Mutator
 from harness.core.parse import parse
 from harness.core.reduce import minimize, sort_key
 from harness.core.render import render

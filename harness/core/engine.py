@@ -14,7 +14,7 @@ Both feed the same renderer, so they differ only in speed.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.tree import from_fuzzingbook
