@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 
 from harness.core.grammar import CompiledGrammar, Node
+from harness.core.tree import decisions
 from harness.core.walk import walker
 
 
@@ -88,19 +89,17 @@ class BytesModel:
 
 
 _MEMO_LIMIT = 100_000
-_DECODERS = threading.local()  # per thread: grammar id -> (grammar, model, bound walk)
+
+
+def _decoder(grammar: CompiledGrammar) -> tuple[BytesModel, object]:
+    model = BytesModel(grammar, b"", {})
+    return model, walker(grammar, model)
 
 
 def decode(data: bytes, grammar: CompiledGrammar) -> Node:
     """The tree ``data`` stands for; never raises for bytes."""
-    decoders = getattr(_DECODERS, "by_grammar", None)
-    if decoders is None:
-        decoders = _DECODERS.by_grammar = {}
-    hit = decoders.get(id(grammar))
-    if hit is None or hit[0] is not grammar:
-        model = BytesModel(grammar, b"", {})
-        hit = decoders[id(grammar)] = (grammar, model, walker(grammar, model))
-    _, model, expand = hit
+    # one bound walk per thread (the model holds the input being read)
+    model, expand = grammar.derived(("decoder", threading.get_ident()), lambda: _decoder(grammar))
     if len(model.memo) > _MEMO_LIMIT:
         model.memo.clear()
     model.reset(data)
@@ -109,16 +108,10 @@ def decode(data: bytes, grammar: CompiledGrammar) -> Node:
 
 def encode(tree: Node, grammar: CompiledGrammar) -> bytes:
     """The shortest bytes that decode to ``tree``."""
-    return _encoder(grammar)(tree)
-
-
-_ENCODERS: dict[int, tuple[CompiledGrammar, object]] = {}
+    return grammar.derived("encoder", lambda: _encoder(grammar))(tree)
 
 
 def _encoder(grammar: CompiledGrammar):
-    hit = _ENCODERS.get(id(grammar))
-    if hit is not None and hit[0] is grammar:
-        return hit[1]
     alts, width, smallest, cheapest, unique, tables = (
         grammar.alts, grammar.width, grammar.smallest_byte, grammar.cheapest, grammar.unique,
         grammar.tables)
@@ -163,7 +156,6 @@ def _encoder(grammar: CompiledGrammar):
         visit(tree, out, last)
         return bytes(out[:last[0]])
 
-    _ENCODERS[id(grammar)] = (grammar, encode_tree)
     return encode_tree
 
 
@@ -173,18 +165,9 @@ def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:
     means what a missing byte means for the first choice."""
     if encoding:
         return encoding
-    for n, _ in _decisions(grammar, tree):
+    for n, _ in decisions(grammar, tree):
         return bytes([grammar.smallest_byte[n][grammar.cheapest[n]]])
     return b"\0"
-
-
-def _decisions(grammar: CompiledGrammar, tree: Node):
-    stack = [tree]
-    while stack:
-        n, a, kids = stack.pop()
-        if len(grammar.alts[n]) > 1:
-            yield n, a
-        stack.extend(reversed(kids))
 
 
 def max_input_length(grammar: CompiledGrammar, budget: int = 4096) -> int:

@@ -129,6 +129,15 @@ class CompiledGrammar:
     counters: tuple[str, ...] = ()
     alt_kids: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
 
+    def derived(self, key: Any, make: Any) -> Any:
+        """What ``make()`` computes from this grammar, computed once per ``key`` and kept
+        with the grammar (renderers, encoders, rankings: they live as long as it does)."""
+        cache = self.__dict__.setdefault("_derived", {})
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = make()
+        return value
+
     @property
     def styles(self) -> tuple[str, ...]:
         return tuple(self.renderings)

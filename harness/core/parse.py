@@ -97,7 +97,6 @@ class _Matcher:
         self.text = text
         self.furthest = 0
         self.active: set[tuple[int, int]] = set()
-        self._kid_symbols = _kid_symbols(grammar, r)
 
     def _advance(self, piece: str, pos: int) -> int | None:
         if self.text.startswith(piece, pos):
@@ -134,15 +133,15 @@ class _Matcher:
                     st.scopes[i].append(st.tops[i])
                     st.tops[i] = st.next[i]
                     st.next[i] += 1
-                for kids, end, st2 in self._parts(parts, 0, (), pos, indent, indent + shift, st):
+                for kids, end, st2 in self._parts(parts, alt.kids, 0, (), pos, indent, indent + shift, st):
                     if i >= 0:
                         st2.tops[i] = st2.scopes[i].pop()
                     yield intern(self.g, (n, a, kids)), end, st2
         finally:
             self.active.discard(key)
 
-    def _parts(self, parts: tuple, k: int, kids: tuple, pos: int, indent: int, inner: int,
-               state: _State) -> Iterator[tuple[tuple, int, _State]]:
+    def _parts(self, parts: tuple, symbols: tuple[int, ...], k: int, kids: tuple, pos: int,
+               indent: int, inner: int, state: _State) -> Iterator[tuple[tuple, int, _State]]:
         while k < len(parts):
             part = parts[k]
             if type(part) is int:
@@ -161,9 +160,8 @@ class _Matcher:
         if k == len(parts):
             yield kids, pos, state
             return
-        symbol = self._kid_symbols[id(parts)][parts[k]]
-        for kid, end, st in self.match(symbol, pos, inner, state):
-            yield from self._parts(parts, k + 1, kids + (kid,), end, indent, inner, _copy(st))
+        for kid, end, st in self.match(symbols[parts[k]], pos, inner, state):
+            yield from self._parts(parts, symbols, k + 1, kids + (kid,), end, indent, inner, _copy(st))
 
 
 def parse(text: str, grammar: CompiledGrammar) -> Parsed:
@@ -193,12 +191,3 @@ def parse(text: str, grammar: CompiledGrammar) -> Parsed:
 
 def grammar_name(grammar: CompiledGrammar) -> str:
     return grammar.source.rsplit("/", 1)[-1]
-
-
-def _kid_symbols(grammar: CompiledGrammar, r: Renderer) -> dict[int, tuple[int, ...]]:
-    """id(parts) -> the nonterminal of each kid index, for every alternative's parts."""
-    out: dict[int, tuple[int, ...]] = {}
-    for n, alt_list in enumerate(grammar.alts):
-        for a, alt in enumerate(alt_list):
-            out[id(r.steps[n][a][0])] = alt.kids
-    return out

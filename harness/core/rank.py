@@ -207,18 +207,9 @@ class Ranking:
         return index + (cumulative[a - 1] if a else 0)
 
 
-_RANKINGS: dict[tuple[int, int | None], Ranking] = {}
-
-
 def ranking(grammar: CompiledGrammar, max_depth: int | None = None) -> Ranking:
     """The (cached) ranking of ``grammar``'s start symbol up to ``max_depth``."""
-    key = (id(grammar), max_depth)
-    found = _RANKINGS.get(key)
-    if found is None or found.grammar is not grammar:
-        if len(_RANKINGS) >= 16:
-            _RANKINGS.clear()
-        found = _RANKINGS[key] = Ranking(grammar, max_depth)
-    return found
+    return grammar.derived(("ranking", max_depth), lambda: Ranking(grammar, max_depth))
 
 
 def _deepest(g: CompiledGrammar) -> list[int | None]:

@@ -62,14 +62,8 @@ def sort_key(grammar: CompiledGrammar, tree: Node) -> tuple[int, int]:
     return nodes, rank
 
 
-_RANKS: dict[int, tuple[CompiledGrammar, list]] = {}
-
-
 def grammar_ranks(grammar: CompiledGrammar) -> list[tuple[int, ...]]:
-    hit = _RANKS.get(id(grammar))
-    if hit is None or hit[0] is not grammar:
-        hit = _RANKS[id(grammar)] = (grammar, _ranks(grammar))
-    return hit[1]
+    return grammar.derived("ranks", lambda: _ranks(grammar))
 
 
 @dataclass

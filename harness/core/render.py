@@ -143,15 +143,9 @@ class _State:
         self.line_start = text[-1] == "\n"
 
 
-_RENDERERS: dict[tuple[int, str], Renderer] = {}
-
-
 def renderer(grammar: CompiledGrammar, style: str = "canonical") -> Renderer:
-    key = (id(grammar), style)
-    r = _RENDERERS.get(key)
-    if r is None or r.grammar is not grammar:
-        r = _RENDERERS[key] = Renderer(grammar, style)
-    return r
+    """The grammar's renderer for ``style`` (one per grammar and style: it keeps the text cache)."""
+    return grammar.derived(("renderer", style), lambda: Renderer(grammar, style))
 
 
 def render(tree: Node, grammar: CompiledGrammar, style: str = "canonical") -> str:
