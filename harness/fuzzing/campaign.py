@@ -610,11 +610,11 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
                 pass
             progress.feed(line.rstrip("\n"))
     interrupted = supervisor.signum is not None
+    series.stop()  # before the end time is taken: no periodic row may come after the last one
     seconds = time.monotonic() - start
     if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
         interrupted = True
     executions, rate_seconds = progress.executions()
-    series.stop()
     counted = series.worker_executions()
     if counted is not None and (executions is None or counted > executions):
         # fork mode: libFuzzer does not count the jobs still running when it stops
