@@ -124,7 +124,9 @@ _THREAD_HEADER_PARTS = (
 _THREAD_ARGS = {"%mem": "memref<4xi32>", "%val": "i32", "%flag": "i1", "%start": "none"}
 _THREAD_CONSTANTS = (("%lo", "0"), ("%hi", "2"), ("%stp", "1"))
 _REGION_OPERANDS = ("%val", "%mem", "%flag")  # P15
-_PREDICATES = ("%flag", "%c")  # P23: the only i1 values
+# P23: the only i1 values are the predicates %flag and %c (numbered %c0, %c1, ... where a
+# region takes %flag more than once)
+_PREDICATE = re.compile(r"%flag|%c[0-9]*")
 _CALLS = {
     "func.call": ("@helper_double", "func", "func.func"),
     "llvm.call": ("@extern_scale", "llvm", "llvm.func"),
@@ -1630,7 +1632,8 @@ class _Checker:
         """P23: integers are i32, i1 only for the predicates %flag and %c."""
         if ty is None:
             return
-        if self.check_type_text(ty, line, col) and _norm(ty) == "i1" and name not in _PREDICATES:
+        if self.check_type_text(ty, line, col) and _norm(ty) == "i1" \
+                and not _PREDICATE.fullmatch(name):
             self.report(
                 23,
                 line,

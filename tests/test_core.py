@@ -71,10 +71,16 @@ def test_generated_trees_are_in_the_language_and_parse_back(grammar_case):
         assert in_language(grammar_case, tree)
         assert decode(encode(tree, g), g) == tree
         assert from_fuzzingbook(g, to_fuzzingbook(g, tree)) == tree
+    # a use's rank counts modulo the values in scope, so two ranks may print the same name:
+    # the parser takes the smallest, and the text is what decides
+    uses = any(alt.binding and alt.binding.uses for alt_list in g.alts for alt in alt_list)
     for tree in generate(g, "fast", 4, 60):
         for style in g.renderings:
-            parsed = parse(render(tree, g, style), g)
-            assert parsed.ok and parsed.tree == tree and parsed.style == style, parsed.reason
+            text = render(tree, g, style)
+            parsed = parse(text, g)
+            assert parsed.ok and parsed.style == style, parsed.reason
+            assert render(parsed.tree, g, style) == text
+            assert parsed.tree == tree or uses
 
 
 def test_mutation_and_crossover_stay_in_the_language(grammar_case):
@@ -138,7 +144,8 @@ def test_fast_engine_follows_every_weight(grammar_case):
 # The default grammar's fuzzingbook sample is tests/test_engine.py's (3,000 programs).
 @pytest.mark.parametrize("path", [p for p in ALL if p.stem != "program_shape"], ids=lambda p: p.stem)
 def test_fuzzingbook_engine_follows_every_weight(path):
-    _assert_follows_weights(load_file(str(path)), "fuzzingbook", 1_500)
+    # fuzzingbook expands about 20 wide programs a second here: fewer of them
+    _assert_follows_weights(load_file(str(path)), "fuzzingbook", 400 if path.stem == "wide" else 1_500)
 
 
 def _assert_follows_weights(g, engine: str, count: int) -> None:
@@ -194,11 +201,19 @@ def test_kpath_features_are_numbered_and_reached():
     for path in ALL:
         g = load_file(str(path))
         features = KPathFeatures(g)
-        covered = features.union(generate(g, "fast", 1, 3000))
+        trees = list(generate(g, "fast", 1, 3000))
+        covered = features.union(trees)
         assert covered <= set(range(len(features)))
         report = features.report(covered)
-        assert report.k1_covered == report.k1_total, report.uncovered_k1
         assert report.k2_covered > 0
+        # every alternative the sample should have drawn 5 times or more was reached (the
+        # wide profile has alternatives too rare for 3,000 programs: calls at depth 3, ...)
+        counts = ChoiceCounts(g).update(trees).counts
+        missed = [(g.names[f.choice[0]], g.label(*f.choice)) for i, f in enumerate(features.features)
+                  if f.k == 1 and i not in covered
+                  and sum(counts[f.choice[0]]) * g.alts[f.choice[0]][f.choice[1]].prob >= 5]
+        assert not missed, (path.stem, missed)
+        assert report.k1_covered >= 0.95 * report.k1_total, (path.stem, report.uncovered_k1)
 
 
 def test_counters_and_indentation_are_generic():

@@ -86,7 +86,13 @@ def test_plain_program_accepted_and_checks_pass(fake_loom_opt):
     assert (out.returncode, out.signal) == (0, None)
     assert "dataflow.graph private @graph_7" in out.stdout
     v = judge(target, BENIGN, out)
-    assert not v.finding and v.why == "" and v.expected == "accepted" and v.rule == "published" and v.kind == ""
+    # it holds llvm.freeze regions: loom versions differ on them, so either outcome is expected,
+    # and the accepted one still passes the output checks
+    assert not v.finding and v.why == "" and v.rule == "freeze-in-region" and v.kind == ""
+    assert v.expected == "either with stderr matching /is not a registered canonical Dataflow actor/"
+    no_freeze = BENIGN.replace("llvm.freeze %a : i32", "arith.addi %a, %a : i32")
+    v = judge(target, no_freeze, run_program(target, no_freeze))
+    assert not v.finding and v.expected == "accepted" and v.rule == "published"
 
 
 def test_assert_is_crash_with_assertion_reason(fake_loom_opt):
@@ -412,6 +418,6 @@ def test_write_finding(fake_loom_opt, tmp_path):
     assert rec["outcome"] == "crash" and rec["signal"] == 6 and rec["signal_name"] == "SIGABRT"
     assert rec["target"]["argv"] == list(target.argv)
     assert rec["command"].endswith("< crash-0001.mlir") and fake_loom_opt in rec["command"]
-    assert "Stack dump:" in rec["stderr_tail"] and rec["expected"] == "accepted"
+    assert "Stack dump:" in rec["stderr_tail"] and rec["expected"].startswith("either")
     assert rec["why"].startswith("crash: Assertion") and rec["finding_kind"] == "crash"
     assert Outcome.from_json(v.outcome.to_json()) == v.outcome

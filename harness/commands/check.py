@@ -27,6 +27,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also check the default profile's sampling conventions (C1-C8, C14, C19, C20, C22)",
     )
+    from harness.core.grammar import PROFILES
+
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=None,
+        help="the profile the programs come from: conventions adds its sampling conventions "
+        "(as --conventions); the others are held to P1-P24 (edge and break leave them on "
+        "purpose: check names what they break)",
+    )
 
 
 def split_programs(text: str) -> list[tuple[int, str]]:
@@ -66,7 +76,7 @@ def _read(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from harness.checker import PRECONDITION_COUNT, check_text
 
-    conventions = bool(getattr(args, "conventions", False))
+    conventions = bool(getattr(args, "conventions", False)) or getattr(args, "profile", None) == "conventions"
     errors = violations = programs = files = 0
     for name in args.files:
         shown = "<stdin>" if name == "-" else name

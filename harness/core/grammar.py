@@ -15,6 +15,10 @@ context-free language:
 ``indent``  N: every line that the nonterminals of this expansion derive is
             moved N columns right (terminals of the expansion itself are not)
 ``label``   a short name for the alternative in summaries and tables
+``define``, ``bind``, ``scope``, ``use``
+            values in scope: an alternative introduces named, typed values
+            (``$0``, ``$1``... print their names) and another refers to one
+            defined earlier (``$^K``); see :mod:`harness.core.scope`
 =========== ===============================================================
 
 MLIR's own angle brackets cannot appear in fuzzingbook terminals (they would
@@ -53,10 +57,13 @@ from itertools import accumulate, product
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.core.scope import OPTIONS as SCOPE_OPTIONS
+from harness.core.scope import Binding, NameRef, UseRef, parse_binding, unscoped_use
+
 NONTERMINAL = re.compile(r"(<[^<> ]*>)")
-PLACEHOLDER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
+PLACEHOLDER = re.compile(r"\$(?:([A-Z][A-Z0-9_]*)|(\^?)([0-9]+))")
 COUNTER_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-OPTIONS = frozenset({"prob", "counter", "indent", "label"})
+OPTIONS = frozenset({"prob", "counter", "indent", "label", *SCOPE_OPTIONS})
 _UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})
 
 #: Finite languages up to this many trees are tabulated (picked whole, rendered from a cache).
@@ -74,16 +81,25 @@ class GrammarError(ValueError):
 class CounterRef(str):
     """A ``$NAME`` placeholder inside a terminal: its value comes from the render pass."""
 
+    @property
+    def written(self) -> str:
+        return "$" + self
+
+
+#: Placeholders in terminals, filled by the render pass (each knows how it is written).
+PLACEHOLDERS = (CounterRef, NameRef, UseRef)
+
 
 @dataclass(frozen=True)
 class Alternative:
     text: str  # the expansion as written (fuzzingbook's string)
     kids: tuple[int, ...]  # nonterminal ids, in order
-    parts: tuple  # str terminal | int (index into kids) | CounterRef
+    parts: tuple  # str terminal | int (index into kids) | CounterRef | NameRef | UseRef
     prob: float
     counter: str | None
     indent: int
     label: str
+    binding: Binding | None = None  # values it defines, binds or uses (harness.core.scope)
 
 
 @dataclass
@@ -261,7 +277,10 @@ def _parts(text: str, ids: Mapping[str, int]) -> tuple[tuple, tuple[int, ...]]:
         for match in PLACEHOLDER.finditer(piece):
             if match.start() > position:
                 parts.append(piece[position:match.start()])
-            parts.append(CounterRef(match.group(1)))
+            if match.group(1):
+                parts.append(CounterRef(match.group(1)))
+            else:
+                parts.append((UseRef if match.group(2) else NameRef)(str(int(match.group(3)))))
             position = match.end()
         if position < len(piece):
             parts.append(piece[position:])
@@ -333,7 +352,13 @@ def compile_grammar(
             if counter:
                 counters.add(counter)
             parts, kids = _parts(text, ids)
-            parsed.append((text, kids, parts, prob, counter, indent, label or _default_label(text)))
+            try:
+                binding = parse_binding(options, [p for p in parts if type(p) is NameRef],
+                                        [p for p in parts if type(p) is UseRef], len(kids))
+            except ValueError as error:
+                raise fail(symbol, f"{error} in {text!r}") from None
+            parsed.append((text, kids, parts, prob, counter, indent, label or _default_label(text),
+                           binding))
         given = [p[3] for p in parsed]
         unspecified = given.count(None)
         rest = 1.0 - sum(p for p in given if p is not None)
@@ -348,8 +373,8 @@ def compile_grammar(
         if len(set(texts)) != len(texts):
             raise fail(symbol, "two alternatives are the same expansion")
         alts.append(tuple(
-            Alternative(text, kids, parts, p if p is not None else share, counter, indent, label)
-            for (text, kids, parts, p, counter, indent, label) in parsed
+            Alternative(text, kids, parts, p if p is not None else share, counter, indent, label, binding)
+            for (text, kids, parts, p, counter, indent, label, binding) in parsed
         ))
 
     for n, symbol in enumerate(names):
@@ -364,6 +389,11 @@ def compile_grammar(
     g.alt_kids = [tuple(a.kids for a in alt_list) for alt_list in g.alts]
     _reachability(g, fail)
     _min_sizes(g, fail)
+    unscoped = unscoped_use(names, g.alts, g.start)
+    if unscoped is not None:
+        n, types = unscoped
+        raise fail(names[n], f"uses a value of type {types} where none is sure to be in scope "
+                             "(no define or bind of that type on every way here)")
     _languages(g)
     _tables(g)
     for alt_list in g.alts:
@@ -547,6 +577,12 @@ def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fa
             if kids != g.alts[n][a].kids:
                 raise fail(symbol, f"rendering {style!r}: alternative {a} must keep the nonterminals "
                                    f"of {g.alts[n][a].text!r}")
+            b = g.alts[n][a].binding
+            introduced = len(b.defines) + len(b.binds) if b else 0
+            for p in new_parts:
+                if (type(p) is NameRef and int(p) >= introduced) or (type(p) is UseRef and not (b and b.uses)):
+                    raise fail(symbol, f"rendering {style!r}: alternative {a} prints {p.written}, which "
+                                       f"{g.alts[n][a].text!r} does not introduce or use")
             parts[n][a] = new_parts
     return parts
 
@@ -554,7 +590,8 @@ def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fa
 # ------------------------------------------------------------------ profiles
 
 #: Profile name -> module of the ``grammars`` package (imported, so bundles carry them).
-PROFILES = {"conventions": "grammars.program_shape", "edge": "grammars.edge", "break": "grammars.breaks"}
+PROFILES = {"conventions": "grammars.program_shape", "wide": "grammars.wide", "edge": "grammars.edge",
+            "break": "grammars.breaks"}
 DEFAULT_PROFILE = "conventions"
 
 

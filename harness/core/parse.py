@@ -29,6 +29,7 @@ from typing import Iterator, NamedTuple
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
 from harness.core.render import SPLIT_MARKER, Renderer, _State, renderer
+from harness.core.scope import NameRef, UseRef
 from harness.core.tree import intern
 
 __all__ = ["Parsed", "normalise", "parse", "split_programs"]
@@ -87,7 +88,15 @@ def _copy(state: _State) -> _State:
     new.tops = list(state.tops)
     new.scopes = [list(s) for s in state.scopes]
     new.line_start = state.line_start
+    new.values = state.values.copy()
     return new
+
+
+def _fingerprint(state: _State) -> tuple:
+    """Everything of a render state the rest of a parse depends on."""
+    values = state.values
+    return (state.line_start, tuple(state.next), tuple(state.tops), tuple(map(tuple, state.scopes)),
+            tuple(values.visible), tuple(values.numbers.items()))
 
 
 class _Matcher:
@@ -97,6 +106,9 @@ class _Matcher:
         self.text = text
         self.furthest = 0
         self.active: set[tuple[int, int]] = set()
+        self.cuts = 0  # how often the left-recursion guard cut a search short
+        self.memo: dict[tuple, list[tuple[Node, int, _State]]] = {}
+        self.heads = grammar.derived(("parse-heads", r.style), lambda: _heads(r))
 
     def _advance(self, piece: str, pos: int) -> int | None:
         if self.text.startswith(piece, pos):
@@ -104,6 +116,8 @@ class _Matcher:
             if end > self.furthest:
                 self.furthest = end
             return end
+        if pos + len(piece) <= self.furthest:
+            return None
         # how far did it agree? (for the error message)
         k = 0
         while k < len(piece) and pos + k < len(self.text) and self.text[pos + k] == piece[k]:
@@ -112,36 +126,79 @@ class _Matcher:
         return None
 
     def match(self, n: int, pos: int, indent: int, state: _State) -> Iterator[tuple[Node, int, _State]]:
+        """Every (tree, end, state after) of ``n`` matching the text at ``pos``.
+
+        Packrat memo: once the parses of ``n`` at one place and state are all known they
+        are replayed, so a repetition alternative (``<site><site><site>``) does not parse
+        its first items again after a shorter alternative fell short."""
         key = (n, pos)
         if key in self.active:  # left recursion at the same place: no progress possible
+            self.cuts += 1
+            return
+        memo_key = (n, pos, indent, _fingerprint(state))
+        known = self.memo.get(memo_key)
+        if known is not None:
+            for tree, end, st in known:
+                yield tree, end, _copy(st)
             return
         self.active.add(key)
+        cuts, found = self.cuts, []
         try:
-            unique = self.g.unique[n]
-            if unique is not None:  # one possible text: compare it whole
-                st = _copy(state)
-                out: list[str] = []
-                self.r._node(unique, indent, out, st)
-                end = self._advance("".join(out), pos)
-                if end is not None:
-                    yield unique, end, st
-                return
-            for a, alt in enumerate(self.g.alts[n]):
-                st = _copy(state)
-                parts, i, shift = self.r.steps[n][a]
-                if i >= 0:
-                    st.scopes[i].append(st.tops[i])
-                    st.tops[i] = st.next[i]
-                    st.next[i] += 1
-                for kids, end, st2 in self._parts(parts, alt.kids, 0, (), pos, indent, indent + shift, st):
-                    if i >= 0:
-                        st2.tops[i] = st2.scopes[i].pop()
-                    yield intern(self.g, (n, a, kids)), end, st2
+            for tree, end, st in self._alternatives(n, pos, indent, state):
+                found.append((tree, end, _copy(st)))
+                yield tree, end, st
         finally:
             self.active.discard(key)
+        if cuts == self.cuts:  # complete (no left-recursion cut inside): worth keeping
+            self.memo[memo_key] = found
+
+    def _alternatives(self, n: int, pos: int, indent: int,
+                      state: _State) -> Iterator[tuple[Node, int, _State]]:
+        unique = self.g.unique[n]
+        if unique is not None:  # one possible text: compare it whole
+            st = _copy(state)
+            out: list[str] = []
+            self.r._node(unique, indent, out, st)
+            end = self._advance("".join(out), pos)
+            if end is not None:
+                yield unique, end, st
+            return
+        printed: set[str] = set()
+        heads = self.heads[n]
+        text = self.text
+        for a, alt in enumerate(self.g.alts[n]):
+            head = heads[a]
+            if head is not None and head.match(text, pos) is None:
+                continue  # its first terminals cannot be here (an exact check follows)
+            parts, i, shift, binding, bind_at, _ = self.r.steps[n][a]
+            if binding is not None and binding.uses:
+                # ranks count modulo the values in scope, so several print the same name
+                # and leave the same state: only the smallest is a parse (else every use
+                # would multiply the ways to backtrack)
+                name = state.values.pick(binding.uses, _rank(parts))
+                if name in printed:
+                    continue
+                printed.add(name)
+            st = _copy(state)
+            if i >= 0:
+                st.scopes[i].append(st.tops[i])
+                st.tops[i] = st.next[i]
+                st.next[i] += 1
+            bound = None
+            if binding is not None:
+                names, mark = st.values.open(binding)
+                bound = (binding, names, bind_at)
+            for kids, end, st2 in self._parts(parts, alt.kids, 0, (), pos, indent, indent + shift,
+                                              st, bound):
+                if bound is not None:
+                    st2.values.close(binding, names, mark)
+                if i >= 0:
+                    st2.tops[i] = st2.scopes[i].pop()
+                yield intern(self.g, (n, a, kids)), end, st2
 
     def _parts(self, parts: tuple, symbols: tuple[int, ...], k: int, kids: tuple, pos: int,
-               indent: int, inner: int, state: _State) -> Iterator[tuple[tuple, int, _State]]:
+               indent: int, inner: int, state: _State,
+               bound: tuple | None) -> Iterator[tuple[tuple, int, _State]]:
         while k < len(parts):
             part = parts[k]
             if type(part) is int:
@@ -150,6 +207,11 @@ class _Matcher:
             if type(part) is CounterRef:
                 value = state.tops[self.r.counter_index[part]]
                 state.emit(str(value) if value >= 0 else "", indent, out)
+            elif type(part) is NameRef:
+                state.emit(bound[1][int(part)], indent, out)
+            elif type(part) is UseRef:
+                # the smallest rank that prints this name is found first (ranks are tried in order)
+                state.emit(state.values.pick(bound[0].uses, int(part)), indent, out)
             else:
                 state.emit(part, indent, out)
             end = self._advance("".join(out), pos)
@@ -160,8 +222,43 @@ class _Matcher:
         if k == len(parts):
             yield kids, pos, state
             return
+        if bound is not None and parts[k] == bound[2]:
+            state = _copy(state)
+            state.values.bind(bound[0], bound[1])
         for kid, end, st in self.match(symbols[parts[k]], pos, inner, state):
-            yield from self._parts(parts, symbols, k + 1, kids + (kid,), end, indent, inner, _copy(st))
+            yield from self._parts(parts, symbols, k + 1, kids + (kid,), end, indent, inner, _copy(st),
+                                   bound)
+
+
+_REF = r"\S*?"  # a counter value or a value's name: some non-blank text (maybe none)
+
+
+def _heads(r: Renderer) -> list[list[re.Pattern[str] | None]]:
+    """Per (nonterminal, alternative): a regex the text must match where the alternative
+    starts, built from its terminals before the first nonterminal (references and
+    indentation as wildcards), or None.  A cheap necessary condition: it spares the
+    exact match its state copies on alternatives that plainly do not fit."""
+    out = []
+    for per_alt in r.steps:
+        row = []
+        for parts, *_ in per_alt:
+            pattern = ""
+            for part in parts:
+                if type(part) is int:
+                    break
+                if type(part) is str:
+                    # a line may start with any indentation; blank lines stay empty
+                    pattern += "\n *".join(re.escape(line) for line in part.split("\n"))
+                else:
+                    pattern += _REF
+            row.append(re.compile(" *" + pattern) if pattern.strip(" *") else None)
+        out.append(row)
+    return out
+
+
+def _rank(parts: tuple) -> int:
+    """The rank ``K`` of a use alternative's ``$^K``."""
+    return next(int(part) for part in parts if type(part) is UseRef)
 
 
 def parse(text: str, grammar: CompiledGrammar) -> Parsed:
@@ -177,7 +274,7 @@ def parse(text: str, grammar: CompiledGrammar) -> Parsed:
     for style in grammar.renderings:
         r = renderer(grammar, style)
         matcher = _Matcher(grammar, r, wanted)
-        for tree, end, _ in matcher.match(grammar.start, 0, 0, _State(len(grammar.counters))):
+        for tree, end, _ in matcher.match(grammar.start, 0, 0, r.new_state()):
             if end == len(wanted) and normalise(r.render(tree)) == wanted:
                 return Parsed(tree, style, "")
         if matcher.furthest > best[0]:

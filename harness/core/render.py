@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.scope import NameRef, Scope, UseRef
 
 #: Separates programs in one stream, as ``mlir-opt --split-input-file`` expects.
 SPLIT_MARKER = "// -----\n"
@@ -39,20 +40,37 @@ class Renderer:
         self.cache: dict[tuple, tuple[str, tuple[int, ...], bool]] = {}
         self.counter_index = {name: i for i, name in enumerate(grammar.counters)}
         self.tables = grammar.tables
-        # per (nonterminal, alternative): (parts, counter index or -1, indent)
+        # per (nonterminal, alternative): (parts, counter index or -1, indent, binding,
+        # the kid before which bound values appear or -1, whether it opens a scope entry:
+        # a use only reads)
         self.steps = [
-            [(self.parts[n][a], self.counter_index[alt.counter] if alt.counter else -1, alt.indent)
+            [(self.parts[n][a], self.counter_index[alt.counter] if alt.counter else -1, alt.indent,
+              alt.binding, len(alt.kids) - 1 if alt.binding and alt.binding.binds else -1,
+              bool(alt.binding and (alt.binding.defines or alt.binding.binds or alt.binding.scope)))
              for a, alt in enumerate(alt_list)]
             for n, alt_list in enumerate(grammar.alts)
         ]
         # a nonterminal that only passes its one child through renders as that child
         self.forward = [len(alt_list) == 1 and self.parts[n][0] == (0,) and not alt_list[0].counter
-                        and not alt_list[0].indent for n, alt_list in enumerate(grammar.alts)]
+                        and not alt_list[0].indent and not alt_list[0].binding
+                        for n, alt_list in enumerate(grammar.alts)]
+        # a subtree that reads or changes the values in scope is not a cacheable text
+        self.cacheable = [table is not None and not scoped for table, scoped
+                          in zip(grammar.tables, _touches_scope(grammar))]
+        # the type sets uses ask for (each gets its own list in the Scope)
+        self.use_groups = sorted({alt.binding.uses for alt_list in grammar.alts for alt in alt_list
+                                  if alt.binding and alt.binding.uses})
+        # (terminal, indent) -> (text mid-line, text at a line start, ends with a newline)
+        self.padded: dict[tuple[str, int], tuple[str, str, bool]] = {}
 
     def render(self, tree: Node) -> str:
         out: list[str] = []
-        self._node(tree, 0, out, _State(len(self.grammar.counters)))
+        self._node(tree, 0, out, self.new_state())
         return "".join(out)
+
+    def new_state(self) -> "_State":
+        """The state at the start of a program."""
+        return _State(len(self.grammar.counters), self.use_groups)
 
     def _node(self, node: Node, indent: int, out: list[str], state: "_State") -> None:
         n = node[0]
@@ -60,8 +78,8 @@ class Renderer:
         while forward[n]:
             node = node[2][0]
             n = node[0]
-        table = self.tables[n]
-        if table is not None:
+        if self.cacheable[n]:
+            table = self.tables[n]
             entry = table.by_id.get(id(node))
             if entry is None:
                 entry = table.index.get(node)
@@ -93,37 +111,80 @@ class Renderer:
 
     def _expand(self, node: Node, indent: int, out: list[str], state: "_State") -> None:
         n, a, kids = node
-        parts, i, shift = self.steps[n][a]
+        parts, i, shift, binding, bind_at, opens = self.steps[n][a]
         if i >= 0:
             state.scopes[i].append(state.tops[i])
             state.tops[i] = state.next[i]
             state.next[i] += 1
+        if opens:
+            names, mark = state.values.open(binding)
         inner = indent + shift
         node_of = self._node
         for part in parts:
             kind = type(part)
-            if kind is str and not indent:  # the common case, inlined
-                out.append(part)
-                state.line_start = part[-1] == "\n"
+            if kind is str:  # the common case, inlined
+                if not indent:
+                    out.append(part)
+                    state.line_start = part[-1] == "\n"
+                else:
+                    padded = self.padded.get((part, indent))
+                    if padded is None:
+                        padded = self.padded[(part, indent)] = _pad(part, indent)
+                    out.append(padded[state.line_start])
+                    state.line_start = padded[2]
             elif kind is int:
+                if part == bind_at:
+                    state.values.bind(binding, names)
                 node_of(kids[part], inner, out, state)
-            elif kind is CounterRef:
-                value = state.tops[self.counter_index[part]]
-                state.emit(str(value) if value >= 0 else "", indent, out)
-            else:
-                state.emit(part, indent, out)
+            else:  # a reference: one word, no newline
+                if kind is NameRef:
+                    word = names[int(part)]
+                elif kind is UseRef:
+                    word = state.values.pick(binding.uses, int(part))
+                else:
+                    value = state.tops[self.counter_index[part]]
+                    word = str(value) if value >= 0 else ""
+                if word:
+                    if indent and state.line_start:
+                        out.append(" " * indent)
+                    out.append(word)
+                    state.line_start = False
+        if opens:
+            state.values.close(binding, names, mark)
         if i >= 0:
             state.tops[i] = state.scopes[i].pop()
 
 
-class _State:
-    __slots__ = ("next", "tops", "scopes", "line_start")
+def _touches_scope(grammar: CompiledGrammar) -> list[bool]:
+    """Per nonterminal: can its subtree define, bind or use a value in scope?"""
+    touches = [any(alt.binding for alt in alt_list) for alt_list in grammar.alts]
+    changed = any(touches)
+    while changed:
+        changed = False
+        for n, alt_list in enumerate(grammar.alts):
+            if not touches[n] and any(touches[k] for alt in alt_list for k in alt.kids):
+                touches[n] = changed = True
+    return touches
 
-    def __init__(self, counters: int) -> None:
+
+def _pad(text: str, indent: int) -> tuple[str, str, bool]:
+    """``text`` indented by ``indent`` columns: (mid-line, at a line start, ends a line)."""
+    pad = " " * indent
+    lines = text.split("\n")
+    middle = "\n".join([lines[0], *(pad + line if line else "" for line in lines[1:])])
+    start = pad + middle if lines[0] else middle
+    return middle, start, text[-1] == "\n"
+
+
+class _State:
+    __slots__ = ("next", "tops", "scopes", "line_start", "values")
+
+    def __init__(self, counters: int, use_groups: list[tuple[str, ...]] = ()) -> None:
         self.next = [0] * counters  # each counter's next value
         self.tops = [-1] * counters  # each counter's innermost value (-1: none)
         self.scopes: list[list[int]] = [[] for _ in range(counters)]  # outer values
         self.line_start = True
+        self.values = Scope(use_groups)  # the values in scope (harness.core.scope)
 
     def emit(self, text: str, indent: int, out: list[str]) -> None:
         if not text:

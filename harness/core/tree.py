@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
 
 Path = tuple[int, ...]
 
@@ -141,7 +141,7 @@ FuzzingbookTree = tuple[str, Any]
 
 def to_fuzzingbook(grammar: CompiledGrammar, node: Node) -> FuzzingbookTree:
     """fuzzingbook's ``(symbol, children)`` tree; terminals as written in the grammar
-    (with ``$NAME`` placeholders unfilled)."""
+    (with the ``$NAME``, ``$k`` and ``$^K`` placeholders unfilled)."""
     n, a, kids = node
     alt = grammar.alts[n][a]
     children: list = []
@@ -149,7 +149,7 @@ def to_fuzzingbook(grammar: CompiledGrammar, node: Node) -> FuzzingbookTree:
         if isinstance(part, int):
             children.append(to_fuzzingbook(grammar, kids[part]))
         else:
-            text = "$" + part if isinstance(part, CounterRef) else part
+            text = part.written if isinstance(part, PLACEHOLDERS) else part
             if children and isinstance(children[-1][0], str) and children[-1][1] == [] \
                     and not children[-1][0].startswith("<"):
                 children[-1] = (children[-1][0] + text, [])

@@ -17,7 +17,8 @@ Schema::
           "unless": "REGEX" | [REGEX...],  // optional: none may be found
           "expect": "rejected",        // required: "accepted" | "rejected" | "either"
           "stderr": "REGEX",           // optional: stderr must match it when the
-                                       //   outcome is the expected one
+                                       //   outcome is the expected one (with
+                                       //   "either": when it is a rejection)
           "checks": ["NAME", ...],     // optional: output checks, run on
                                        //   accepted outcomes only
           "note": "..."                // optional, informational

@@ -385,7 +385,9 @@ def judge(target: Target, text: str, outcome: Outcome) -> Verdict:
     if rule.expect != "either" and kind.value != rule.expect:
         unexpected = "unexpected-rejection" if kind is OutcomeKind.REJECTED else "unexpected-acceptance"
         return finding(unexpected, f"expected {rule.expect} (rule {rule.name}), got {kind.value}: {outcome.reason}")
-    if rule.stderr is not None and not rule.stderr.search(outcome.stderr):
+    # with "either", the diagnostic a rule names is owed by a rejection only
+    owes_diagnostic = rule.expect != "either" or kind is OutcomeKind.REJECTED
+    if rule.stderr is not None and owes_diagnostic and not rule.stderr.search(outcome.stderr):
         first = outcome.reason if kind is OutcomeKind.REJECTED else "no diagnostic"
         return finding(
             "wrong-diagnostic",
