@@ -241,11 +241,13 @@ def child_env(base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
 # -------------------------------------------------------------------- corpus
 
 
-def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_000) -> list[bytes]:
+def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_000,
+                  patience: int = 300) -> list[bytes]:
     """Encoded programs for an empty corpus: trees drawn from the PCFG (``seed``),
     each kept when it adds a k-path feature not seen yet, until the grammar's
-    features are covered or ``draws`` trees were tried; then more drawn trees
-    up to ``count``."""
+    features are covered, ``draws`` trees were tried or ``patience`` draws in a
+    row added nothing (a wide grammar has features too rare to wait for: the
+    fuzzer's mutations reach them); then more drawn trees up to ``count``."""
     from harness.core.codec import encode, nonempty
     from harness.core.features import KPathFeatures
     from harness.core.walk import random_trees
@@ -254,13 +256,16 @@ def seed_programs(grammar, count: int = 48, seed: int = 0, *, draws: int = 20_00
     covered: set[int] = set()
     out: list[bytes] = []
     seen: set[bytes] = set()
+    last_new = 0
     for drawn, tree in enumerate(random_trees(grammar, seed)):
-        exploring = len(covered) < len(features) and drawn < draws
+        exploring = len(covered) < len(features) and drawn < draws and drawn - last_new < patience
         if not exploring and len(out) >= count:
             break
         new = features.of(tree) - covered
         if not new and exploring:
             continue
+        if new:
+            last_new = drawn
         covered |= new
         data = nonempty(encode(tree, grammar), tree, grammar)  # libFuzzer skips empty files
         if data not in seen:
