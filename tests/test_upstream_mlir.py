@@ -1,0 +1,113 @@
+"""Upstream MLIR bugs found by loom-fuzz, pinned as observed in mlir-opt-22.
+
+These tests document the behaviour of Debian's ``mlir-opt-22`` (LLVM 22.1.8)
+on programs the fuzzer found.  They assert what happens today, bug included,
+so that a change of behaviour (an upgrade that fixes the bug, or changes it)
+makes them fail and gets looked at.
+
+int-range-optimizations hangs on nested loops (issue 9's wide campaign)
+-----------------------------------------------------------------------
+
+Found by ``mlir-opt-22 --allow-unregistered-dialect --split-input-file
+--pass-pipeline='builtin.module(int-range-optimizations)'`` over 5,000
+``loomfuzz generate --profile wide --seed 1 --render oracle`` programs (program
+3477 of the stream), minimized by ``loomfuzz triage --target mlir-opt --profile
+wide --pipeline 'builtin.module(int-range-optimizations)'``
+(tests/programs/upstream_int_range_hang_wide.mlir, a program of the wide
+grammar; P1-P24 hold) and by hand to one function
+(tests/programs/upstream_int_range_hang_func.mlir).
+
+An ``scf.for`` carries an i32 ``%k0``; the body computes ``%v4 = 1 + %k0`` and
+passes it through an inner ``scf.for``'s ``iter_args`` back to the yield.
+IntegerRangeAnalysis then widens the range of ``%k0`` by one per solver visit
+([1,1], [1,2], [1,3], ...) with no widening operator, so the fixpoint takes
+about 2^31 steps on i32: the pass runs for hours (the same function on i8
+finishes in 0.2 s, on i16 in 2.3 s; i32 is 2^16 times the i16 work).  Not a
+crash: no diagnostic, no output, 100% CPU until killed.  The bounds do not
+matter (the loops here run zero times; 1 to 4 hangs too); one loop alone does
+not hang.  Upstream knows the ratchet (llvm/llvm-project #192235, #193338,
+fixed in main by #196616, a per-lattice widening budget, after LLVM 22).
+The other pipelines of the campaign accept the same program at once.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+WIDE = PROGRAMS / "upstream_int_range_hang_wide.mlir"
+FUNC = PROGRAMS / "upstream_int_range_hang_func.mlir"
+
+#: How long a run must last to count as the hang.  A run that terminates takes
+#: about 0.1 s on these programs; the hang, about 2^31 solver steps.
+HANG_SECONDS = 5.0
+
+INT_RANGE = "--pass-pipeline=builtin.module(int-range-optimizations)"
+
+#: What mlir-opt-22 --int-range-optimizations prints for FUNC with i8 for i32
+#: (the range saturates after 2^7 steps; nothing is folded).
+I8_OUTPUT = """\
+module {
+  func.func @f() -> i8 {
+    %c1_i8 = arith.constant 1 : i8
+    %c1 = arith.constant 1 : index
+    %0 = scf.for %arg0 = %c1 to %c1 step %c1 iter_args(%arg1 = %c1_i8) -> (i8) {
+      %1 = arith.addi %arg1, %c1_i8 : i8
+      %2 = scf.for %arg2 = %c1 to %c1 step %c1 iter_args(%arg3 = %1) -> (i8) {
+        scf.yield %arg3 : i8
+      }
+      scf.yield %2 : i8
+    }
+    return %0 : i8
+  }
+}
+
+"""
+
+
+def _hangs(argv: list[str], text: str) -> subprocess.TimeoutExpired:
+    """Run argv on text; return the TimeoutExpired (the process is killed) or fail."""
+    try:
+        proc = subprocess.run(argv, input=text.encode(), capture_output=True, timeout=HANG_SECONDS)
+    except subprocess.TimeoutExpired as expired:
+        return expired
+    pytest.fail(f"{' '.join(argv)} finished within {HANG_SECONDS:g} s (exit {proc.returncode}): "
+                "the upstream hang is gone or changed; stderr:\n" + proc.stderr.decode()[-2000:])
+
+
+def test_wide_program_hangs_int_range_optimizations(mlir_opt):
+    expired = _hangs([mlir_opt, "--allow-unregistered-dialect", INT_RANGE], WIDE.read_text())
+    assert not expired.stdout  # the module is printed only at the end
+    assert not expired.stderr  # no diagnostic, no stack dump
+
+
+@pytest.mark.parametrize("pipeline", [None, "canonicalize,cse,sccp", "remove-dead-values",
+                                      "convert-scf-to-cf"])
+def test_wide_program_is_valid_for_the_other_pipelines(mlir_opt, pipeline):
+    argv = [mlir_opt, "--allow-unregistered-dialect"]
+    if pipeline:
+        argv.append(f"--pass-pipeline=builtin.module({pipeline})")
+    proc = subprocess.run(argv, input=WIDE.read_text(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("module {")
+    assert '"dataflow.thread"' in proc.stdout
+
+
+def test_function_hangs_int_range_optimizations(mlir_opt):
+    expired = _hangs([mlir_opt, "--int-range-optimizations"], FUNC.read_text())
+    assert not expired.stdout
+    assert not expired.stderr
+
+
+def test_function_on_i8_terminates(mlir_opt):
+    """The mechanism: on i8 the same ratchet ends after 2^7 steps."""
+    proc = subprocess.run([mlir_opt, "--int-range-optimizations"],
+                          input=FUNC.read_text().replace("i32", "i8"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout == I8_OUTPUT
