@@ -66,6 +66,8 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
     max_depth = g.max_depth
     bounded = g.max_bytes is None  # only a recursive grammar can reach the depth budget
     alt_min_depth, shallowest, cheapest = g.alt_min_depth, g.shallowest, g.cheapest
+    if type(model) is RandomModel:  # the generation hot path: specialised code (below)
+        return grammar.derived("random-walk", lambda: _compile_random_walk(grammar))(model.random)
     choose = model.choose
     use_tables = model.tables
     pick = getattr(model, "pick", None)
@@ -159,6 +161,77 @@ class ReplayModel:
 
     def leave(self, n: int, token: object) -> None:
         return None
+
+
+def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], float]], Callable]:
+    """The walk with :class:`RandomModel`'s choices, as Python source specialised to the
+    grammar: one function per nonterminal, the draw a binary search over constant
+    thresholds, tabulated and unique kids inlined.  Same draws in the same order, and
+    so the same trees, as the general walk with the model (which is the reference);
+    about three times faster, because nothing is looked up or dispatched per node.
+
+    Returns ``make(random) -> expand(symbol, depth)``: compiled once per grammar,
+    bound to a source of uniform floats per model."""
+    g = grammar
+    bounded = g.max_bytes is None
+    consts: dict[str, object] = {"bisect_right": bisect_right}
+    lines = ["def make(random):"]
+
+    def kid(k: int) -> str:
+        if g.unique[k] is not None:
+            consts[f"U{k}"] = g.unique[k]
+            return f"U{k}"
+        if g.tables[k] is not None:  # one draw picks the whole subtree (RandomModel.pick)
+            consts[f"T{k}"], consts[f"C{k}"] = g.tables[k].trees, g.tables[k].cumulative
+            return f"T{k}[bisect_right(C{k}, random())]"
+        return f"w{k}(d)"
+
+    def node(n: int, a: int) -> str:
+        kids = [kid(k) for k in g.alt_kids[n][a]]
+        if not kids:  # a leaf: one shared tuple
+            consts[f"L{n}_{a}"] = (n, a, ())
+            return f"L{n}_{a}"
+        return f"({n}, {a}, ({', '.join(kids)}{',' if len(kids) == 1 else ''}))"
+
+    def branch(n: int, a: int, pad: str) -> list[str]:
+        out = []
+        if bounded:  # the depth budget: past it, the shallowest alternative
+            out.append(f"{pad}if d > {g.max_depth - g.alt_min_depth[n][a]}: "
+                       f"return {node(n, g.shallowest[n]).replace('(d)', '(d + 1)')}")
+        out.append(f"{pad}return {node(n, a).replace('(d)', '(d + 1)')}")
+        return out
+
+    def search(n: int, lo: int, hi: int, pad: str) -> list[str]:
+        # the first alternative whose cumulative bound exceeds u: bisect_right, unrolled
+        if lo == hi:
+            return branch(n, lo, pad)
+        mid = (lo + hi + 1) // 2
+        return ([f"{pad}if u < {g.cumulative[n][mid - 1]!r}:"] + search(n, lo, mid - 1, pad + "    ")
+                + search(n, mid, hi, pad))
+
+    for n in range(len(g.names)):
+        if g.unique[n] is not None or g.tables[n] is not None:
+            continue
+        lines.append(f"    def w{n}(d):")
+        if len(g.alts[n]) == 1:
+            lines.append(f"        return {node(n, 0).replace('(d)', '(d + 1)')}")
+        else:
+            lines.append("        u = random()")
+            lines.extend(search(n, 0, len(g.alts[n]) - 1, "        "))
+    lines.append("    W = [" + ", ".join("None" if g.unique[n] is not None or g.tables[n] is not None
+                                      else f"w{n}" for n in range(len(g.names))) + "]")
+    lines.append("    def expand(n, d):")
+    lines.append("        w = W[n]")
+    lines.append("        if w is not None: return w(d)")
+    lines.append("        if U[n] is not None: return U[n]")
+    lines.append("        return T[n].trees[bisect_right(T[n].cumulative, random())]")
+    lines.append("    return expand")
+    consts["U"], consts["T"] = g.unique, g.tables
+    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
+        sys.setrecursionlimit(g.max_depth * 2 + 200)
+    namespace = dict(consts)
+    exec(compile("\n".join(lines), f"<random walk of {g.source}>", "exec"), namespace)
+    return namespace["make"]  # type: ignore[return-value]
 
 
 def random_trees(grammar: CompiledGrammar, seed: int, count: int | None = None) -> Iterator[Node]:
