@@ -120,13 +120,30 @@ def compile_pass(r: "Renderer") -> Callable[[Node], str]:
         ns[f"RANK{k}"] = tuple(int(r.parts[k][a][0]) for a in range(len(g.alts[k])))
         return groups.index(first.uses)
 
+    # The functions of alternatives that differ only in their terminals and in which
+    # nonterminals they call are made by one factory (given the pads and the callees):
+    # a third of the source to compile, which is start-up time.  ``R{n}[a]`` is the
+    # function of alternative a of n; the lists exist before any function does, so
+    # recursion needs no order.
     source: list[str] = []
+    calls: list[str] = []
+    bodies: dict[tuple[str, ...], int] = {}
     for n, alt_list in enumerate(g.alts):
+        ns[f"R{n}"] = [None] * len(alt_list)
         for a, alt in enumerate(alt_list):
-            source += _alternative(r, n, a, ns, pid, routes, defined, use_group)
-        source.append(f"R{n} = (" + "".join(f"r{n}_{a}, " for a in range(len(alt_list))) + ")")
+            refs: list[str] = []
+            body = tuple(_alternative(r, n, a, ns, pid, routes, defined, use_group, refs))
+            factory = bodies.get(body)
+            if factory is None:
+                factory = bodies[body] = len(bodies)
+                params = "".join(f", K{j}" for j in range(len(refs)))
+                source += [f"def f{factory}(PD{params}):", "    def r(kids, ind, ls):",
+                           *("    " + line for line in body), "    return r"]
+            pads = f"PD{n}_{a}" if f"PD{n}_{a}" in ns else "None"
+            calls.append(f"R{n}[{a}] = f{factory}({pads}{''.join(', ' + ref for ref in refs)})")
         if r.cacheable[n]:
             source += _cached(g, n, takes[n], reads[n], ns)
+    source += calls
     source += [
         "def miss(k, node, ind, ls, cache, key, takes):",
         "    before = [NXT[i] for i in takes]",
@@ -179,8 +196,9 @@ def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: 
 
 
 def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dict,
-                 defined: list[frozenset], use_group) -> list[str]:
-    """``r{n}_{a}(kids, ind, ls) -> ls``: one alternative's part of the pass."""
+                 defined: list[frozenset], use_group, refs: list[str]) -> list[str]:
+    """The body of ``r{n}_{a}(kids, ind, ls) -> ls``, one alternative's part of the
+    pass (its terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``)."""
     g = r.grammar
     alt = g.alts[n][a]
     parts, ci, shift, binding, bind_at, opens = r.steps[n][a]
@@ -194,8 +212,13 @@ def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dic
         if len(pending) == 1:
             body.append(f"    ap({pending[0]})")
         elif pending:
-            body.append("    ap(f'" + "".join("{" + p + "}" for p in pending) + "')")
+            body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
         pending.clear()
+
+    def ref(name: str) -> str:
+        if name not in refs:
+            refs.append(name)
+        return f"K{refs.index(name)}"
 
     def materialise() -> None:  # ls must hold the state: code that branches reads it
         if known is not None:
@@ -213,7 +236,7 @@ def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dic
 
     if parts:
         ns[f"PD{n}_{a}"] = _Pads(terminals)
-        body.append(f"    P = PD{n}_{a}[ind]")
+        body.append("    P = PD[ind]")
     if ci >= 0:  # the next value of the counter, the innermost one for the subtree
         body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
     names: list[str] = []
@@ -254,17 +277,17 @@ def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dic
             inner = "inner" if shift else "ind"
             if group is not None:  # a use: read here, no call
                 ind = inner
-                word(f"G{group}[-1 - RANK{k}[{expr}[1]] % len(G{group})]")
+                word(f"G{group}[-1 - {ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
                 ind = "ind"
                 continue
             flush()
             materialise()
             if r.cacheable[k]:
-                body.append(f"    ls = c{k}({expr}, {inner}, ls)")
+                body.append(f"    ls = {ref(f'c{k}')}({expr}, {inner}, ls)")
             elif len(g.alts[k]) == 1:
-                body.append(f"    ls = r{k}_0({expr}[2], {inner}, ls)")
+                body.append(f"    ls = {ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
             else:
-                body += [f"    x = {expr}", f"    ls = R{k}[x[1]](x[2], {inner}, ls)"]
+                body += [f"    x = {expr}", f"    ls = {ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
             known = None
         elif kind is NameRef:
             word(names[int(part)])
@@ -276,6 +299,9 @@ def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dic
             c = r.counter_index[part]
             if c == ci:
                 word("v")
+                continue
+            if known is False:  # mid-line: an empty word changes nothing
+                pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
                 continue
             flush()
             materialise()
@@ -292,4 +318,4 @@ def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dic
     if ci >= 0:
         body.append(f"    TOP[{ci}] = old")
     body.append(f"    return {known if known is not None else 'ls'}")
-    return [f"def r{n}_{a}(kids, ind, ls):", *body]
+    return body
