@@ -68,6 +68,8 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
     alt_min_depth, shallowest, cheapest = g.alt_min_depth, g.shallowest, g.cheapest
     if type(model) is RandomModel:  # the generation hot path: specialised code (below)
         return grammar.derived("random-walk", lambda: _compile_random_walk(grammar))(model.random)
+    if getattr(model, "reads_bytes", False):  # the decoding hot path: specialised code (below)
+        return grammar.derived("bytes-walk", lambda: _compile_bytes_walk(grammar))(model)
     choose = model.choose
     use_tables = model.tables
     pick = getattr(model, "pick", None)
@@ -231,6 +233,82 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
         sys.setrecursionlimit(g.max_depth * 2 + 200)
     namespace = dict(consts)
     exec(compile("\n".join(lines), f"<random walk of {g.source}>", "exec"), namespace)
+    return namespace["make"]  # type: ignore[return-value]
+
+
+def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]:
+    """The walk with a byte-reading model (:class:`harness.core.codec.BytesModel`: its
+    ``data``, ``position``, ``memo``; one byte per choice through ``byte_table``, a
+    finite nonterminal's bytes ending at its width, tabulated subtrees remembered by
+    their bytes), as Python source specialised to the grammar: what the general walk
+    does with that model's ``choose``/``enter``/``leave``/``recall``/``learn``, with
+    the same results, without a method call per node.  ``make(model) -> expand``."""
+    g = grammar
+    bounded = g.max_bytes is None
+    consts: dict[str, object] = {}
+    lines = ["def make(model):", "    data, pos, memo = b'', 0, model.memo"]
+
+    def node(n: int, a: int) -> str:
+        kids = []
+        for k in g.alt_kids[n][a]:
+            if g.unique[k] is not None:
+                consts[f"U{k}"] = g.unique[k]
+                kids.append(f"U{k}")
+            else:
+                kids.append(f"b{k}(d)")
+        return f"({n}, {a}, ({', '.join(kids)}{',' if len(kids) == 1 else ''}))"
+
+    for n in range(len(g.names)):
+        if g.unique[n] is not None:
+            continue
+        w, table = g.width[n], g.tables[n]
+        body = ["        nonlocal pos"]
+        if table is not None:
+            consts[f"T{n}"] = table
+            check = f"d <= {g.max_depth - table.depth} and " if bounded else ""
+            body += [f"        if {check}memo is not None:",
+                     f"            hit = memo.get(({n}, data[pos:pos + {w}]))",
+                     f"            if hit is not None:",
+                     f"                pos += {w}",
+                     f"                return hit"]
+        if w is not None:
+            body.append("        start = pos")
+        if len(g.alts[n]) > 1:
+            consts[f"BT{n}"] = g.byte_table[n]
+            body += ["        p = pos", "        pos = p + 1",
+                     f"        a = BT{n}[data[p]] if p < len(data) else {g.cheapest[n]}"]
+            if bounded:
+                consts[f"AMD{n}"] = g.alt_min_depth[n]
+                body.append(f"        if d + AMD{n}[a] > {g.max_depth}: a = {g.shallowest[n]}")
+            body.append("        d += 1")
+            for a in range(len(g.alts[n])):
+                body.append(f"        {'if' if a == 0 else 'elif'} a == {a}: node = {node(n, a)}")
+        else:
+            body += ["        d += 1", f"        node = {node(n, 0)}"]
+        if w is not None:
+            body.append(f"        pos = start + {w}")
+        if table is not None:  # share the table's object: it renders from the cache
+            body += [f"        node = T{n}.trees[T{n}.index[node]]",
+                     f"        if memo is not None: memo[({n}, data[start:start + {w}])] = node"]
+        body.append("        return node")
+        lines += [f"    def b{n}(d):", *body]
+    lines += [
+        "    B = [" + ", ".join("None" if g.unique[n] is not None else f"b{n}"
+                              for n in range(len(g.names))) + "]",
+        "    def expand(n, d):",
+        "        nonlocal data, pos",
+        "        if U[n] is not None: return U[n]",
+        "        data, pos = model.data, model.position",
+        "        node = B[n](d)",
+        "        model.position = pos",
+        "        return node",
+        "    return expand",
+    ]
+    consts["U"] = g.unique
+    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
+        sys.setrecursionlimit(g.max_depth * 2 + 200)
+    namespace = dict(consts)
+    exec(compile("\n".join(lines), f"<bytes walk of {g.source}>", "exec"), namespace)
     return namespace["make"]  # type: ignore[return-value]
 
 
