@@ -52,6 +52,7 @@ counts every applied operator.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -59,7 +60,7 @@ from zlib import crc32
 
 from harness.core.codec import Layout, decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import Path, depth, intern, node_at, refill, replace_at, smallest_tree
+from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree
 from harness.core.walk import RandomModel, walker
 
 __all__ = [
@@ -150,6 +151,29 @@ def _chain_links(tree: Node, path: Path, n: int, recursive: int) -> list[Path]:
     return links
 
 
+def _deepest(grammar: CompiledGrammar) -> list[float]:
+    """Per nonterminal: the depth of its deepest tree (infinite when recursive)."""
+    out: list[float] = [math.inf] * len(grammar.names)
+    changed = True
+    while changed:  # finite ones settle bottom-up; recursive ones never do
+        changed = False
+        for n, alt_list in enumerate(grammar.alts):
+            if grammar.count[n] is not None and out[n] == math.inf:
+                value = 1 + max((out[k] for alt in alt_list for k in alt.kids), default=0)
+                if value != math.inf:
+                    out[n], changed = value, True
+    return out
+
+
+def _depth_at_most(node: Node, budget: int, deepest: list[float]) -> bool:
+    """``depth(node) <= budget``, looking only as deep as the grammar leaves in doubt."""
+    if deepest[node[0]] <= budget:
+        return True
+    if budget <= 1:
+        return budget == 1 and not node[2]
+    return all(_depth_at_most(kid, budget - 1, deepest) for kid in node[2])
+
+
 # ------------------------------------------------------------- byte mutation
 
 
@@ -223,6 +247,7 @@ class Mutator:
         self._index: OrderedDict[int, tuple[Node, Layout, dict]] = OrderedDict()
         self._edit: Optional[tuple[Node, Path, Node, Node]] = None  # the last single replacement
         self.bounded = grammar.max_bytes is None
+        self._deepest = _deepest(grammar)
 
     def use_libfuzzer(self, mutate: Optional[Callable[[bytes, int], bytes]]) -> None:
         """Make ``bytes`` call libFuzzer's ``atheris.Mutate`` (None: the pure-Python one).
@@ -293,7 +318,7 @@ class Mutator:
     def _fits_depth(self, tree: Node, path: Path, new: Node) -> bool:
         if not self.bounded:
             return True
-        return len(path) + depth(new) <= self.grammar.max_depth + 1
+        return _depth_at_most(new, self.grammar.max_depth + 1 - len(path), self._deepest)
 
     def _regenerate(self, n: int, depth: int) -> Node:
         return self.expand(n, depth)
