@@ -126,10 +126,11 @@ class Layout:
 
     ``full`` is the encoding before trailing bytes are dropped; ``nodes`` every node
     that has a choice below it, ``(path, node)`` in pre-order; ``spans[path]`` its
-    ``(start, end)`` in ``full``; ``marks`` the ascending ends of the bytes that differ
-    from what a missing byte means (the last one is where :func:`encode` cuts)."""
+    ``(start, end)`` in ``full``, ``placed[id(node)]`` too (the layout keeps the tree
+    alive, so the ids stay its nodes'); ``marks`` the ascending ends of the bytes that
+    differ from what a missing byte means (the last one is where :func:`encode` cuts)."""
 
-    __slots__ = ("full", "nodes", "spans", "marks")
+    __slots__ = ("full", "nodes", "spans", "placed", "marks", "grammar")
 
     def __init__(self, tree: Node, grammar: CompiledGrammar) -> None:
         alts, width, smallest, cheapest, unique = (
@@ -137,6 +138,7 @@ class Layout:
         out = bytearray()
         nodes: list = []
         spans: dict = {}
+        placed: dict = {}
         marks: list[int] = []
 
         def visit(node: Node, path: tuple) -> None:
@@ -153,11 +155,12 @@ class Layout:
             w = width[n]
             if w is not None and len(out) < start + w:
                 out.extend(bytes(start + w - len(out)))
-            spans[path] = (start, len(out))
+            spans[path] = placed[id(node)] = (start, len(out))
 
         if unique[tree[0]] is None:
             visit(tree, ())
-        self.full, self.nodes, self.spans, self.marks = bytes(out), nodes, spans, marks
+        self.full, self.nodes, self.spans, self.placed, self.marks = bytes(out), nodes, spans, placed, marks
+        self.grammar = grammar
 
     @property
     def encoding(self) -> bytes:
@@ -171,7 +174,7 @@ class Layout:
         if span is None:
             return None
         start, end = span
-        data, last = encode_full(new, grammar)
+        data, last = self._piece(new)
         marks = self.marks
         cut = bisect_right(marks, start)
         cut = marks[cut - 1] if cut else 0  # the last meaningful byte before the span
@@ -181,6 +184,44 @@ class Layout:
             cut = marks[-1] + len(data) - (end - start)
         full = self.full
         return (full[:start] + data + full[end:])[:cut]
+
+    def _piece(self, node: Node) -> tuple[bytes, int]:
+        """:func:`encode_full` of ``node``, copying what this tree already holds: the node
+        itself, or its children (an edit that keeps them: switching an alternative,
+        changing a repetition)."""
+        span = self.placed.get(id(node))
+        if span is not None:
+            return self._span(*span)
+        g = self.grammar
+        n, a, kids = node
+        if not any(id(kid) in self.placed for kid in kids):
+            return encode_full(node, g)
+        parts: list[bytes] = []
+        last = 0
+        if len(g.alts[n]) > 1:
+            parts.append(bytes((g.smallest_byte[n][a],)))
+            last = 1 if a != g.cheapest[n] else 0
+        position = len(parts)
+        for kid in kids:
+            if g.unique[kid[0]] is not None:
+                continue
+            span = self.placed.get(id(kid))
+            data, end = self._span(*span) if span is not None else encode_full(kid, g)
+            if end:
+                last = position + end
+            parts.append(data)
+            position += len(data)
+        w = g.width[n]
+        if w is not None and position < w:
+            parts.append(bytes(w - position))
+        return b"".join(parts), last
+
+    def _span(self, start: int, end: int) -> tuple[bytes, int]:
+        """The bytes of ``full[start:end]`` and where their meaningful bytes end."""
+        marks = self.marks
+        i = bisect_right(marks, end)
+        last = marks[i - 1] - start if i and marks[i - 1] > start else 0
+        return self.full[start:end], last
 
 
 def _encoder(grammar: CompiledGrammar):
