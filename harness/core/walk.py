@@ -179,17 +179,21 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     consts: dict[str, object] = {"bisect_right": bisect_right}
     lines = ["def make(random):"]
 
-    def kid(k: int) -> str:
+    def kid(k: int, level: int, inlined: tuple[int, ...]) -> str:
         if g.unique[k] is not None:
             consts[f"U{k}"] = g.unique[k]
             return f"U{k}"
         if g.tables[k] is not None:  # one draw picks the whole subtree (RandomModel.pick)
             consts[f"T{k}"], consts[f"C{k}"] = g.tables[k].trees, g.tables[k].cumulative
             return f"T{k}[bisect_right(C{k}, random())]"
-        return f"w{k}(d)"
+        if len(g.alts[k]) == 1 and len(inlined) < 4 and k not in inlined:
+            return node(k, 0, level + 1, inlined + (k,))  # no choice: built in place
+        return f"w{k}(d + {level})"
 
-    def node(n: int, a: int) -> str:
-        kids = [kid(k) for k in g.alt_kids[n][a]]
+    def node(n: int, a: int, level: int = 1, inlined: tuple[int, ...] = ()) -> str:
+        """The expression building alternative ``a`` of ``n``, its children at depth
+        ``d + level``."""
+        kids = [kid(k, level, inlined) for k in g.alt_kids[n][a]]
         if not kids:  # a leaf: one shared tuple
             consts[f"L{n}_{a}"] = (n, a, ())
             return f"L{n}_{a}"
@@ -199,8 +203,8 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
         out = []
         if bounded:  # the depth budget: past it, the shallowest alternative
             out.append(f"{pad}if d > {g.max_depth - g.alt_min_depth[n][a]}: "
-                       f"return {node(n, g.shallowest[n]).replace('(d)', '(d + 1)')}")
-        out.append(f"{pad}return {node(n, a).replace('(d)', '(d + 1)')}")
+                       f"return {node(n, g.shallowest[n])}")
+        out.append(f"{pad}return {node(n, a)}")
         return out
 
     def search(n: int, lo: int, hi: int, pad: str) -> list[str]:
@@ -216,7 +220,7 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
             continue
         lines.append(f"    def w{n}(d):")
         if len(g.alts[n]) == 1:
-            lines.append(f"        return {node(n, 0).replace('(d)', '(d + 1)')}")
+            lines.append(f"        return {node(n, 0)}")
         else:
             lines.append("        u = random()")
             lines.extend(search(n, 0, len(g.alts[n]) - 1, "        "))
