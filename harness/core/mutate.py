@@ -244,7 +244,7 @@ class Mutator:
         self.counts: Counter = Counter()
         self.pool: dict[int, OrderedDict] = {}
         self._decoded: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
-        self._index: OrderedDict[int, tuple[Node, Layout, dict]] = OrderedDict()
+        self._index: OrderedDict[int, tuple[Node, list, dict]] = OrderedDict()
         self._edit: Optional[tuple[Node, Path, Node, Node]] = None  # the last single replacement
         self.bounded = grammar.max_bytes is None
         self._deepest = _deepest(grammar)
@@ -264,7 +264,7 @@ class Mutator:
         hit = self._decoded.get(data)
         if hit is None:
             tree = decode(data, self.grammar)
-            hit = self._decoded[data] = (tree, self._layout(tree).encoding)
+            hit = self._decoded[data] = (tree, encode(tree, self.grammar))
             if len(self._decoded) > 4096:
                 self._decoded.popitem(last=False)
             if crc32(data) % POOL_SAMPLE == 0:  # a sample of the inputs feeds the pool
@@ -281,16 +281,40 @@ class Mutator:
             if len(bucket) > POOL_PER_SYMBOL:
                 bucket.popitem(last=False)
 
-    def _layout(self, tree: Node) -> Layout:
-        """The tree's nodes and their places in its encoding (cached per tree: libFuzzer
-        mutates the same corpus entries over and over)."""
-        return self._entry(tree)[1]
+    def _layout(self, tree: Node) -> Optional[Layout]:
+        """The places of the tree's nodes in its encoding, from the second time the tree
+        is edited on (libFuzzer mutates its corpus entries over and over; an input seen
+        once, the cold case, is cheaper to encode whole than to lay out)."""
+        if not self.bounded:  # a finite grammar's encodings are short: encoding is cheaper
+            return None
+        derived = self._entry(tree)[2]
+        layout = derived.get("layout")
+        if layout is None:
+            if not derived.get("edited"):
+                derived["edited"] = True
+                return None
+            layout = derived["layout"] = Layout(tree, self.grammar)
+        return layout
 
-    def _entry(self, tree: Node) -> tuple[Node, Layout, dict]:
+    def _entry(self, tree: Node) -> tuple[Node, list[tuple[Path, Node]], dict]:
+        """(tree, its nodes, what is derived from it), cached per tree."""
         hit = self._index.get(id(tree))
         if hit is not None and hit[0] is tree:
             return hit
-        hit = self._index[id(tree)] = (tree, Layout(tree, self.grammar), {})
+        unique = self.grammar.unique
+        nodes: list[tuple[Path, Node]] = []
+        append = nodes.append
+        stack = [((), tree)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            path, node = pop()
+            if unique[node[0]] is None:
+                append((path, node))
+                kids = node[2]
+                for i in range(len(kids) - 1, -1, -1):
+                    if unique[kids[i][0]] is None:
+                        push((path + (i,), kids[i]))
+        hit = self._index[id(tree)] = (tree, nodes, {})
         if len(self._index) > 4096:
             self._index.popitem(last=False)
         return hit
@@ -306,7 +330,7 @@ class Mutator:
 
     def _nodes(self, tree: Node) -> list[tuple[Path, Node]]:
         """(path, node) of every node that has a choice below it, in pre-order."""
-        return self._layout(tree).nodes
+        return self._entry(tree)[1]
 
     def _replace(self, tree: Node, path: Path, new: Node) -> Node:
         """``tree`` with ``new`` at ``path``; remembered, so that :meth:`_fit` encodes
@@ -439,7 +463,9 @@ class Mutator:
             return None
         out = None
         if edit is not None and edit[3] is new and edit[0] is tree:
-            out = self._layout(tree).replaced(edit[1], edit[2], self.grammar)
+            layout = self._layout(tree)
+            if layout is not None:
+                out = layout.replaced(edit[1], edit[2], self.grammar)
         if out is None:
             out = encode(new, self.grammar)
         if out == original:
