@@ -32,6 +32,7 @@ for that tree and ``decode(encode(t)) == t``.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.tree import decisions
@@ -46,6 +47,8 @@ class BytesModel:
     (``memo``, shared between inputs of one grammar)."""
 
     tables = False
+    #: The walk may run specialised code reading ``data`` from ``position`` (walk.py).
+    reads_bytes = True
 
     def __init__(self, grammar: CompiledGrammar, data: bytes = b"", memo: dict | None = None) -> None:
         self.data = data
@@ -108,55 +111,206 @@ def decode(data: bytes, grammar: CompiledGrammar) -> Node:
 
 def encode(tree: Node, grammar: CompiledGrammar) -> bytes:
     """The shortest bytes that decode to ``tree``."""
-    return grammar.derived("encoder", lambda: _encoder(grammar))(tree)
+    return grammar.derived("encoder", lambda: _encoder(grammar))[0](tree)
+
+
+def encode_full(node: Node, grammar: CompiledGrammar) -> tuple[bytes, int]:
+    """A subtree's encoding before trailing bytes are dropped, and where its meaningful
+    bytes end (0: none).  It does not depend on where the subtree sits, so an edited
+    tree's encoding is its original's with one span replaced (:class:`Layout`)."""
+    return grammar.derived("encoder", lambda: _encoder(grammar))[1](node)
+
+
+class Layout:
+    """Where each node of a tree sits in its encoding, to encode edits of it cheaply.
+
+    ``full`` is the encoding before trailing bytes are dropped; ``nodes`` every node
+    that has a choice below it, ``(path, node)`` in pre-order; ``spans[path]`` its
+    ``(start, end)`` in ``full``, ``placed[id(node)]`` too (the layout keeps the tree
+    alive, so the ids stay its nodes'); ``marks`` the ascending ends of the bytes that
+    differ from what a missing byte means (the last one is where :func:`encode` cuts)."""
+
+    __slots__ = ("full", "nodes", "spans", "placed", "marks", "grammar")
+
+    def __init__(self, tree: Node, grammar: CompiledGrammar) -> None:
+        alts, width, smallest, cheapest, unique = (
+            grammar.alts, grammar.width, grammar.smallest_byte, grammar.cheapest, grammar.unique)
+        out = bytearray()
+        nodes: list = []
+        spans: dict = {}
+        placed: dict = {}
+        marks: list[int] = []
+
+        def visit(node: Node, path: tuple) -> None:
+            n, a, kids = node
+            start = len(out)
+            nodes.append((path, node))
+            if len(alts[n]) > 1:
+                out.append(smallest[n][a])
+                if a != cheapest[n]:
+                    marks.append(len(out))
+            for i, kid in enumerate(kids):
+                if unique[kid[0]] is None:
+                    visit(kid, path + (i,))
+            w = width[n]
+            if w is not None and len(out) < start + w:
+                out.extend(bytes(start + w - len(out)))
+            spans[path] = placed[id(node)] = (start, len(out))
+
+        if unique[tree[0]] is None:
+            visit(tree, ())
+        self.full, self.nodes, self.spans, self.placed, self.marks = bytes(out), nodes, spans, placed, marks
+        self.grammar = grammar
+
+    @property
+    def encoding(self) -> bytes:
+        """The tree's :func:`encode`."""
+        return self.full[:self.marks[-1]] if self.marks else b""
+
+    def replaced(self, path: tuple, new: Node, grammar: CompiledGrammar) -> bytes | None:
+        """:func:`encode` of the tree with the node at ``path`` replaced by ``new``
+        (``None``: no node there has a span), without encoding the rest again."""
+        span = self.spans.get(path)
+        if span is None:
+            return None
+        start, end = span
+        data, last = self._piece(new)
+        marks = self.marks
+        cut = bisect_right(marks, start)
+        cut = marks[cut - 1] if cut else 0  # the last meaningful byte before the span
+        if last:
+            cut = start + last
+        if marks and marks[-1] > end:  # one after it: it moves with the span's new length
+            cut = marks[-1] + len(data) - (end - start)
+        full = self.full
+        return (full[:start] + data + full[end:])[:cut]
+
+    def _piece(self, node: Node) -> tuple[bytes, int]:
+        """:func:`encode_full` of ``node``, copying what this tree already holds: the node
+        itself, or its children (an edit that keeps them: switching an alternative,
+        changing a repetition)."""
+        span = self.placed.get(id(node))
+        if span is not None:
+            return self._span(*span)
+        g = self.grammar
+        n, a, kids = node
+        if not any(id(kid) in self.placed for kid in kids):
+            return encode_full(node, g)
+        parts: list[bytes] = []
+        last = 0
+        if len(g.alts[n]) > 1:
+            parts.append(bytes((g.smallest_byte[n][a],)))
+            last = 1 if a != g.cheapest[n] else 0
+        position = len(parts)
+        for kid in kids:
+            if g.unique[kid[0]] is not None:
+                continue
+            span = self.placed.get(id(kid))
+            data, end = self._span(*span) if span is not None else encode_full(kid, g)
+            if end:
+                last = position + end
+            parts.append(data)
+            position += len(data)
+        w = g.width[n]
+        if w is not None and position < w:
+            parts.append(bytes(w - position))
+        return b"".join(parts), last
+
+    def _span(self, start: int, end: int) -> tuple[bytes, int]:
+        """The bytes of ``full[start:end]`` and where their meaningful bytes end."""
+        marks = self.marks
+        i = bisect_right(marks, end)
+        last = marks[i - 1] - start if i and marks[i - 1] > start else 0
+        return self.full[start:end], last
 
 
 def _encoder(grammar: CompiledGrammar):
+    """``(encode_tree, encode_node)``, compiled to Python source for the grammar (as the
+    random walk is, :mod:`harness.core.walk`): one function per nonterminal appending
+    its choice byte, its children (unique ones are nothing: skipped at compile time)
+    and its padding to ``out``, and the end of every meaningful byte (a choice other
+    than what a missing byte means) to ``marks``.  A tabulated subtree always encodes
+    the same: it is encoded once per table entry and copied."""
+    g = grammar
     alts, width, smallest, cheapest, unique, tables = (
-        grammar.alts, grammar.width, grammar.smallest_byte, grammar.cheapest, grammar.unique,
-        grammar.tables)
-    # A tabulated subtree always encodes the same: (bytes, end of its meaningful bytes).
-    entries: dict[tuple[int, int], tuple[bytes, int]] = {}
-
-    def visit(node: Node, out: bytearray, last: list[int]) -> None:
-        n = node[0]
+        g.alts, g.width, g.smallest_byte, g.cheapest, g.unique, g.tables)
+    ns: dict = {"out": bytearray(), "marks": [], "entries": {}, "TABLES": tables}
+    lines: list[str] = []
+    for n in range(len(g.names)):
         if unique[n] is not None:
-            return
-        table = tables[n]
-        if table is None:
-            expand(node, out, last)
-            return
-        entry = table.by_id.get(id(node))
-        if entry is None:
-            entry = table.index[node]
-        hit = entries.get((n, entry))
-        if hit is None:
-            sub, sub_last = bytearray(), [0]
-            expand(node, sub, sub_last)
-            hit = entries[(n, entry)] = (bytes(sub), sub_last[0])
-        if hit[1]:
-            last[0] = len(out) + hit[1]
-        out += hit[0]
-
-    def expand(node: Node, out: bytearray, last: list[int]) -> None:
-        n, a, kids = node
-        start = len(out)
+            continue
+        lines.append(f"def e{n}(node):")
+        if tables[n] is not None:
+            lines += [
+                f"    table = TABLES[{n}]",
+                "    entry = table.by_id.get(id(node))",
+                "    if entry is None: entry = table.index[node]",
+                f"    hit = entries.get(({n}, entry))",
+                "    if hit is None:",  # encode it alone, then keep it
+                "        start, mark = len(out), len(marks)",
+                f"        x{n}(node)",
+                "        hit = entries[(" + str(n) + ", entry)] = (bytes(out[start:]), "
+                "marks[-1] - start if len(marks) > mark else 0)",
+                "        del out[start:]",
+                "        del marks[mark:]",
+                "    if hit[1]: marks.append(len(out) + hit[1])",
+                "    out.extend(hit[0])",
+                f"def x{n}(node):",
+            ]
+        body = []
         if len(alts[n]) > 1:
-            out.append(smallest[n][a])
-            if a != cheapest[n]:  # differs from what a missing byte means
-                last[0] = len(out)
-        for kid in kids:
-            visit(kid, out, last)
-        w = width[n]
-        if w is not None and len(out) < start + w:
-            out += bytes(start + w - len(out))  # padding: any value decodes the same
+            ns[f"B{n}"] = smallest[n]
+            body.append(f"    a = node[1]")
+            body.append(f"    out.append(B{n}[a])")
+            body.append(f"    if a != {cheapest[n]}: marks.append(len(out))")
+        if width[n] is not None:
+            body.insert(0, "    start = len(out)")
+        calls = []
+        for a, alt in enumerate(alts[n]):
+            calls.append([f"e{k}(kids[{i}])" for i, k in enumerate(alt.kids) if unique[k] is None])
+        if any(calls):
+            body.append("    kids = node[2]")
+            if len(set(map(tuple, calls))) == 1:
+                body += [f"    {c}" for c in calls[0]]
+            else:
+                if len(alts[n]) == 1:
+                    body.append("    a = 0")
+                for a, cs in enumerate(calls):
+                    if cs:
+                        body.append(f"    {'if' if a == 0 else 'elif'} a == {a}: " + "; ".join(cs))
+                    else:
+                        body.append(f"    {'if' if a == 0 else 'elif'} a == {a}: pass")
+        if width[n] is not None:  # padding: any value decodes the same
+            body.append(f"    if len(out) < start + {width[n]}: out.extend(bytes(start + {width[n]} - len(out)))")
+        lines += body or ["    pass"]
+    lines += [
+        "def encode_tree(tree):",
+        "    out.clear(); marks.clear()",
+        "    if U[tree[0]] is None: E[tree[0]](tree)",
+        "    data = bytes(out[:marks[-1]]) if marks else b''",
+        "    out.clear(); marks.clear()",
+        "    return data",
+        "def encode_node(node):",
+        "    out.clear(); marks.clear()",
+        "    if U[node[0]] is None: E[node[0]](node)",
+        "    data, last = bytes(out), marks[-1] if marks else 0",
+        "    out.clear(); marks.clear()",
+        "    return data, last",
+        "E = [" + ", ".join("None" if unique[n] is not None else f"e{n}" for n in range(len(g.names))) + "]",
+    ]
+    ns["U"] = unique
+    exec(compile("\n".join(lines), f"<encoder of {g.source}>", "exec"), ns)
+    lock = threading.Lock()  # one buffer per grammar
 
     def encode_tree(tree: Node) -> bytes:
-        out, last = bytearray(), [0]
-        visit(tree, out, last)
-        return bytes(out[:last[0]])
+        with lock:
+            return ns["encode_tree"](tree)
 
-    return encode_tree
+    def encode_node(node: Node) -> tuple[bytes, int]:
+        with lock:
+            return ns["encode_node"](node)
+
+    return encode_tree, encode_node
 
 
 def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:

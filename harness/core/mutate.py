@@ -52,14 +52,15 @@ counts every applied operator.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional
 from zlib import crc32
 
-from harness.core.codec import decode, encode, nonempty
+from harness.core.codec import Layout, decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import Path, depth, intern, node_at, refill, replace_at, smallest_tree
+from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree
 from harness.core.walk import RandomModel, walker
 
 __all__ = [
@@ -150,6 +151,29 @@ def _chain_links(tree: Node, path: Path, n: int, recursive: int) -> list[Path]:
     return links
 
 
+def _deepest(grammar: CompiledGrammar) -> list[float]:
+    """Per nonterminal: the depth of its deepest tree (infinite when recursive)."""
+    out: list[float] = [math.inf] * len(grammar.names)
+    changed = True
+    while changed:  # finite ones settle bottom-up; recursive ones never do
+        changed = False
+        for n, alt_list in enumerate(grammar.alts):
+            if grammar.count[n] is not None and out[n] == math.inf:
+                value = 1 + max((out[k] for alt in alt_list for k in alt.kids), default=0)
+                if value != math.inf:
+                    out[n], changed = value, True
+    return out
+
+
+def _depth_at_most(node: Node, budget: int, deepest: list[float]) -> bool:
+    """``depth(node) <= budget``, looking only as deep as the grammar leaves in doubt."""
+    if deepest[node[0]] <= budget:
+        return True
+    if budget <= 1:
+        return budget == 1 and not node[2]
+    return all(_depth_at_most(kid, budget - 1, deepest) for kid in node[2])
+
+
 # ------------------------------------------------------------- byte mutation
 
 
@@ -220,8 +244,10 @@ class Mutator:
         self.counts: Counter = Counter()
         self.pool: dict[int, OrderedDict] = {}
         self._decoded: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
-        self._index: OrderedDict[int, tuple[Node, list]] = OrderedDict()
+        self._index: OrderedDict[int, tuple[Node, list, dict]] = OrderedDict()
+        self._edit: Optional[tuple[Node, Path, Node, Node]] = None  # the last single replacement
         self.bounded = grammar.max_bytes is None
+        self._deepest = _deepest(grammar)
 
     def use_libfuzzer(self, mutate: Optional[Callable[[bytes, int], bytes]]) -> None:
         """Make ``bytes`` call libFuzzer's ``atheris.Mutate`` (None: the pure-Python one).
@@ -255,12 +281,26 @@ class Mutator:
             if len(bucket) > POOL_PER_SYMBOL:
                 bucket.popitem(last=False)
 
-    def _nodes(self, tree: Node) -> list[tuple[Path, Node]]:
-        """(path, node) of every node that has a choice below it, in pre-order (cached
-        per tree: libFuzzer mutates the same corpus entries over and over)."""
+    def _layout(self, tree: Node) -> Optional[Layout]:
+        """The places of the tree's nodes in its encoding, from the second time the tree
+        is edited on (libFuzzer mutates its corpus entries over and over; an input seen
+        once, the cold case, is cheaper to encode whole than to lay out)."""
+        if not self.bounded:  # a finite grammar's encodings are short: encoding is cheaper
+            return None
+        derived = self._entry(tree)[2]
+        layout = derived.get("layout")
+        if layout is None:
+            if not derived.get("edited"):
+                derived["edited"] = True
+                return None
+            layout = derived["layout"] = Layout(tree, self.grammar)
+        return layout
+
+    def _entry(self, tree: Node) -> tuple[Node, list[tuple[Path, Node]], dict]:
+        """(tree, its nodes, what is derived from it), cached per tree."""
         hit = self._index.get(id(tree))
         if hit is not None and hit[0] is tree:
-            return hit[1]
+            return hit
         unique = self.grammar.unique
         nodes: list[tuple[Path, Node]] = []
         append = nodes.append
@@ -274,15 +314,35 @@ class Mutator:
                 for i in range(len(kids) - 1, -1, -1):
                     if unique[kids[i][0]] is None:
                         push((path + (i,), kids[i]))
-        self._index[id(tree)] = (tree, nodes)
+        hit = self._index[id(tree)] = (tree, nodes, {})
         if len(self._index) > 4096:
             self._index.popitem(last=False)
+        return hit
+
+    def _choices(self, tree: Node) -> list[tuple[Path, Node]]:
+        """The nodes of :meth:`_nodes` with more than one alternative (cached per tree)."""
+        derived = self._entry(tree)[2]
+        nodes = derived.get("choices")
+        if nodes is None:
+            alts = self.grammar.alts
+            nodes = derived["choices"] = [(p, node) for p, node in self._nodes(tree) if len(alts[node[0]]) > 1]
         return nodes
+
+    def _nodes(self, tree: Node) -> list[tuple[Path, Node]]:
+        """(path, node) of every node that has a choice below it, in pre-order."""
+        return self._entry(tree)[1]
+
+    def _replace(self, tree: Node, path: Path, new: Node) -> Node:
+        """``tree`` with ``new`` at ``path``; remembered, so that :meth:`_fit` encodes
+        only ``new`` and splices it into the encoding of ``tree``."""
+        out = replace_at(tree, path, new)
+        self._edit = (tree, path, new, out)
+        return out
 
     def _fits_depth(self, tree: Node, path: Path, new: Node) -> bool:
         if not self.bounded:
             return True
-        return len(path) + depth(new) <= self.grammar.max_depth + 1
+        return _depth_at_most(new, self.grammar.max_depth + 1 - len(path), self._deepest)
 
     def _regenerate(self, n: int, depth: int) -> Node:
         return self.expand(n, depth)
@@ -294,11 +354,11 @@ class Mutator:
         if not nodes:
             return None
         path, node = nodes[self.rng.below(len(nodes))]
-        return replace_at(tree, path, self._regenerate(node[0], len(path)))
+        return self._replace(tree, path, self._regenerate(node[0], len(path)))
 
     def switch_alternative(self, tree: Node) -> Optional[Node]:
         g = self.grammar
-        nodes = [(p, node) for p, node in self._nodes(tree) if len(g.alts[node[0]]) > 1]
+        nodes = self._choices(tree)
         if not nodes:
             return None
         path, (n, a, kids) = nodes[self.rng.below(len(nodes))]
@@ -306,7 +366,7 @@ class Mutator:
         b += b >= a
         depth_below = len(path) + 1
         new = intern(g, (n, b, refill(kids, g.alts[n][b].kids, lambda k: self._regenerate(k, depth_below))))
-        return replace_at(tree, path, new) if self._fits_depth(tree, path, new) else None
+        return self._replace(tree, path, new) if self._fits_depth(tree, path, new) else None
 
     def replace_from_pool(self, tree: Node) -> Optional[Node]:
         nodes = [(p, node) for p, node in self._nodes(tree) if len(self.pool.get(node[0], ())) > 1]
@@ -317,12 +377,17 @@ class Mutator:
         if not candidates:
             return None
         new = candidates[self.rng.below(len(candidates))]
-        return replace_at(tree, path, new) if self._fits_depth(tree, path, new) else None
+        return self._replace(tree, path, new) if self._fits_depth(tree, path, new) else None
 
     def _repeated(self, tree: Node, grow: int) -> list[tuple[Path, Node]]:
-        """Repetition nodes that can change their number of elements by ``grow``."""
+        """Repetition nodes that can change their number of elements by ``grow`` (cached
+        per tree)."""
+        derived = self._entry(tree)[2]
+        out = derived.get(("repeated", grow))
+        if out is not None:
+            return out
         reps = self.repetitions
-        out = []
+        out = derived[("repeated", grow)] = []
         for p, node in self._nodes(tree):
             n = node[0]
             if n in reps.lists:
@@ -340,8 +405,8 @@ class Mutator:
         if n in self.repetitions.lists:
             lengths = self.repetitions.lists[n][1]
             i = self.rng.below(len(kids))
-            return replace_at(tree, path, intern(self.grammar, (n, lengths[len(kids) - 1], kids[:i] + kids[i + 1:])))
-        return replace_at(tree, path, kids[1])  # a chain link replaced by its tail
+            return self._replace(tree, path, intern(self.grammar, (n, lengths[len(kids) - 1], kids[:i] + kids[i + 1:])))
+        return self._replace(tree, path, kids[1])  # a chain link replaced by its tail
 
     def replicate_repeated(self, tree: Node) -> Optional[Node]:
         candidates = self._repeated(tree, +1)
@@ -359,7 +424,7 @@ class Mutator:
             new = intern(self.grammar, (n, lengths[len(kids) + 1], grown))
         else:
             new = (n, a, (kids[0], node))  # the link's element once more in front
-        return replace_at(tree, path, new) if self._fits_depth(tree, path, new) else None
+        return self._replace(tree, path, new) if self._fits_depth(tree, path, new) else None
 
     def swap_repeated(self, tree: Node) -> Optional[Node]:
         reps = self.repetitions
@@ -381,7 +446,7 @@ class Mutator:
             j += j >= i
             swapped = list(kids)
             swapped[i], swapped[j] = swapped[j], swapped[i]
-            return replace_at(tree, path, intern(self.grammar, (n, a, tuple(swapped))))
+            return self._replace(tree, path, intern(self.grammar, (n, a, tuple(swapped))))
         n = node[0]
         links = _chain_links(tree, path, n, reps.chains[n][1])
         i, j = self.rng.below(len(links)), self.rng.below(len(links) - 1)
@@ -393,9 +458,16 @@ class Mutator:
     # -- the atheris hooks ----------------------------------------------------
 
     def _fit(self, tree: Node, new: Optional[Node], original: bytes, max_size: int) -> Optional[bytes]:
+        edit, self._edit = self._edit, None
         if new is None or new is tree:
             return None
-        out = encode(new, self.grammar)
+        out = None
+        if edit is not None and edit[3] is new and edit[0] is tree:
+            layout = self._layout(tree)
+            if layout is not None:
+                out = layout.replaced(edit[1], edit[2], self.grammar)
+        if out is None:
+            out = encode(new, self.grammar)
         if out == original:
             return None
         out = nonempty(out, new, self.grammar)
@@ -429,7 +501,7 @@ class Mutator:
         another alternative (children kept, the rest drawn, else their smallest
         derivations, which encode shortest), tried in random order."""
         g = self.grammar
-        nodes = [(p, node) for p, node in self._nodes(tree) if len(g.alts[node[0]]) > 1]
+        nodes = self._choices(tree)
         start = self.rng.below(len(nodes)) if nodes else 0
         for k in range(len(nodes)):
             path, (n, a, kids) = nodes[(start + k) % len(nodes)]
@@ -441,7 +513,7 @@ class Mutator:
                     new = (n, b, refill(kids, g.alts[n][b].kids, fill))
                     if not self._fits_depth(tree, path, new):
                         continue
-                    out = self._fit(tree, replace_at(tree, path, new), original, max_size)
+                    out = self._fit(tree, self._replace(tree, path, new), original, max_size)
                     if out is not None:
                         return out
         return None
@@ -474,7 +546,7 @@ class Mutator:
         path, node = sites[self.rng.below(len(sites))]
         options = [d for d in donors[node[0]] if d != node]
         new = options[self.rng.below(len(options))]
-        return replace_at(a, path, new) if self._fits_depth(a, path, new) else None
+        return self._replace(a, path, new) if self._fits_depth(a, path, new) else None
 
     def _splice_bytes(self, data1: bytes, data2: bytes, max_size: int) -> Node:
         n = min(max(len(data1), len(data2)), max_size)

@@ -18,6 +18,7 @@ copied; for the default grammar a program is a few look-ups and one join.
 
 from __future__ import annotations
 
+import threading
 from typing import Iterable, Iterator
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
@@ -62,8 +63,23 @@ class Renderer:
                                   if alt.binding and alt.binding.uses})
         # (terminal, indent) -> (text mid-line, text at a line start, ends with a newline)
         self.padded: dict[tuple[str, int], tuple[str, str, bool]] = {}
+        self._compiled = None
+        self._lock = threading.Lock()
 
     def render(self, tree: Node) -> str:
+        if self._compiled is None:
+            from harness.core.render_code import compile_pass
+            self._compiled = compile_pass(self)
+        with self._lock:  # the compiled pass keeps its state in one place
+            try:
+                return self._compiled(tree)
+            except (IndexError, ZeroDivisionError):  # a use with nothing in scope
+                out: list[str] = []  # the interpreter says which
+                self._node(tree, 0, out, self.new_state())
+                raise
+
+    def interpret(self, tree: Node) -> str:
+        """The tree's text by the interpreted pass (the reference for the compiled one)."""
         out: list[str] = []
         self._node(tree, 0, out, self.new_state())
         return "".join(out)
@@ -223,3 +239,4 @@ def render_stream(trees: Iterable[Node], grammar: CompiledGrammar,
         text = r.render(tree)
         yield text if first else SPLIT_MARKER + text
         first = False
+

@@ -1,0 +1,321 @@
+"""The render pass compiled to Python source, once per grammar and style.
+
+:class:`harness.core.render.Renderer` interprets each node's step list (the
+parser drives that interpreter part by part, and it is the reference).  Rendering
+a whole tree runs this compiled form instead: one function per (nonterminal,
+alternative) in which the terminals (padded per indentation, looked up once per
+call), counters, binder operations and the line-start state are constants or
+straight-line code.  So nothing is dispatched per part:
+
+* runs of terminals and words (names, uses, counter values) become one f-string;
+* whether a part starts a line is tracked at compile time where the code before
+  it fixes it (after any terminal or word), at run time only after a child;
+* a use nonterminal (every alternative one ``$^K`` of one type set) is read in
+  its parent, without a call;
+* the binder's lists are one list per type set the grammar's uses ask for
+  (:class:`harness.core.scope.Scope`'s ``lists``): a define appends to the lists
+  of its type (known statically), a scope truncates the lists its inside can
+  grow, a pick is one index;
+* a tabulated subtree outside the binder is cached as text, keyed by only the
+  counters it reads or takes.
+
+It gives the interpreter's text for every tree (tests compare them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from harness.core.grammar import CompiledGrammar, Node
+from harness.core.scope import NameRef, UseRef
+
+if TYPE_CHECKING:
+    from harness.core.render import Renderer
+
+_CACHE_LIMIT = 50_000  # per nonterminal
+
+
+class _Pads(dict):
+    """indent -> the alternative's terminals padded twice (mid-line, at a line start),
+    flattened, then the indentation itself: ``pads[i][2 * j + line_start]`` is
+    terminal j's text, ``pads[i][-1]`` the spaces before a word at a line start."""
+
+    def __init__(self, terminals: tuple[str, ...]) -> None:
+        super().__init__()
+        self.terminals = terminals
+
+    def __missing__(self, indent: int) -> tuple[str, ...]:
+        from harness.core.render import _pad
+        out: list[str] = []
+        for text in self.terminals:
+            out.extend(_pad(text, indent)[:2] if indent else (text, text))
+        out.append(" " * indent)
+        value = self[indent] = tuple(out)
+        return value
+
+
+class _Names(dict):
+    """number -> PREFIX + number, each made once."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, number: int) -> str:
+        value = self[number] = f"{self.prefix}{number}"
+        return value
+
+
+def _closure(grammar: CompiledGrammar, own: list[frozenset]) -> list[frozenset]:
+    """Per nonterminal: the union of ``own`` over every subtree it can derive (fixpoint)."""
+    out = list(own)
+    changed = True
+    while changed:
+        changed = False
+        for n, alt_list in enumerate(grammar.alts):
+            new = out[n].union(*(out[k] for alt in alt_list for k in alt.kids))
+            if new != out[n]:
+                out[n], changed = new, True
+    return out
+
+
+def compile_pass(r: "Renderer") -> Callable[[Node], str]:
+    """``render(tree) -> text``: the pass of ``r`` as specialised Python source."""
+    g = r.grammar
+    counters = len(g.counters)
+    groups = r.use_groups
+    prefixes = sorted({p for alt_list in g.alts for alt in alt_list if alt.binding
+                       for p, _ in alt.binding.defines + alt.binding.binds})
+    pid = {p: i for i, p in enumerate(prefixes)}
+    routes: dict[str, list[int]] = {}  # type -> the group lists a value of it goes into
+    for i, group in enumerate(groups):
+        for t in group:
+            routes.setdefault(t, []).append(i)
+    defined = _closure(g, [frozenset(t for alt in alt_list if alt.binding
+                                     for _, t in alt.binding.defines + alt.binding.binds)
+                           for alt_list in g.alts])
+    # the counters a subtree takes (option counter) and reads ($NAME): a cached text's key
+    takes = _closure(g, [frozenset(r.counter_index[alt.counter] for alt in alt_list if alt.counter)
+                         for alt_list in g.alts])
+    reads = _closure(g, [frozenset(r.counter_index[p] for parts in r.parts[n] for p in parts
+                                   if type(p) not in (str, int, NameRef, UseRef))
+                         for n in range(len(g.alts))])
+    out: list[str] = []
+    ns: dict = {"OUT": out, "ap": out.append, "NXT": [0] * counters, "TOP": [-1] * counters,
+                "NUM": [0] * len(prefixes), "LIMIT": _CACHE_LIMIT}
+    for i, p in enumerate(prefixes):
+        ns[f"NAME{i}"] = _Names(p)
+    for i in range(len(groups)):
+        ns[f"G{i}"] = []
+
+    def use_group(k: int) -> int | None:
+        """The type set of a use nonterminal (every alternative one ``$^K`` of it)."""
+        first = g.alts[k][0].binding
+        if r.cacheable[k] or first is None or not first.uses:
+            return None
+        for a, alt in enumerate(g.alts[k]):
+            if (len(r.parts[k][a]) != 1 or type(r.parts[k][a][0]) is not UseRef or alt.counter
+                    or alt.binding is None or alt.binding.uses != first.uses):
+                return None
+        ns[f"RANK{k}"] = tuple(int(r.parts[k][a][0]) for a in range(len(g.alts[k])))
+        return groups.index(first.uses)
+
+    # The functions of alternatives that differ only in their terminals and in which
+    # nonterminals they call are made by one factory (given the pads and the callees):
+    # a third of the source to compile, which is start-up time.  ``R{n}[a]`` is the
+    # function of alternative a of n; the lists exist before any function does, so
+    # recursion needs no order.
+    source: list[str] = []
+    calls: list[str] = []
+    bodies: dict[tuple[str, ...], int] = {}
+    for n, alt_list in enumerate(g.alts):
+        ns[f"R{n}"] = [None] * len(alt_list)
+        for a, alt in enumerate(alt_list):
+            refs: list[str] = []
+            body = tuple(_alternative(r, n, a, ns, pid, routes, defined, use_group, refs))
+            factory = bodies.get(body)
+            if factory is None:
+                factory = bodies[body] = len(bodies)
+                params = "".join(f", K{j}" for j in range(len(refs)))
+                source += [f"def f{factory}(PD{params}):", "    def r(kids, ind, ls):",
+                           *("    " + line for line in body), "    return r"]
+            pads = f"PD{n}_{a}" if f"PD{n}_{a}" in ns else "None"
+            calls.append(f"R{n}[{a}] = f{factory}({pads}{''.join(', ' + ref for ref in refs)})")
+        if r.cacheable[n]:
+            source += _cached(g, n, takes[n], reads[n], ns)
+    source += calls
+    source += [
+        "def miss(k, node, ind, ls, cache, key, takes):",
+        "    before = [NXT[i] for i in takes]",
+        "    mark = len(OUT)",
+        "    ls = R[k][node[1]](node[2], ind, ls)",
+        "    text = ''.join(OUT[mark:])",
+        "    del OUT[mark:]",
+        "    ap(text)",
+        "    if len(cache) >= LIMIT: cache.clear()",
+        "    cache[key] = (text, tuple([NXT[i] - b for i, b in zip(takes, before)]), ls)",
+        "    return ls",
+        "R = (" + "".join(f"R{n}, " for n in range(len(g.alts))) + ")",
+        "C = (" + "".join(f"c{n}, " if r.cacheable[n] else "None, " for n in range(len(g.alts))) + ")",
+        "def render(tree):",
+        "    OUT.clear()",
+        *(f"    NXT[{i}] = 0; TOP[{i}] = -1" for i in range(counters)),
+        *(f"    NUM[{i}] = 0" for i in range(len(prefixes))),
+        *(f"    G{i}.clear()" for i in range(len(groups))),
+        "    k, x = tree[0], tree",
+        "    while FORWARD[k]: x = x[2][0]; k = x[0]",
+        "    if C[k] is not None: C[k](x, 0, True)",
+        "    else: R[k][x[1]](x[2], 0, True)",
+        "    text = ''.join(OUT)",
+        "    OUT.clear()",
+        "    return text",
+    ]
+    ns["FORWARD"] = r.forward
+    exec(compile("\n".join(source), f"<render pass of {g.source} ({r.style})>", "exec"), ns)
+    return ns["render"]
+
+
+def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: dict) -> list[str]:
+    """``c{k}(node, ind, ls)``: a tabulated subtree outside the binder, whose text
+    depends only on the tree, the indentation, the line start and the counters it
+    reads or takes; rendered once per such key, then copied."""
+    table = g.tables[k]
+    ns[f"CK{k}"], ns[f"TK{k}"], ns[f"BYID{k}"], ns[f"INDEX{k}"] = {}, tuple(sorted(takes)), table.by_id, table.index
+    key = ["e", "ind", "ls", *(f"NXT[{i}]" for i in sorted(takes)), *(f"TOP[{i}]" for i in sorted(reads))]
+    lines = [f"def c{k}(node, ind, ls):"]
+    if len(table.trees) == 1:
+        key.remove("e")
+    else:
+        lines += [f"    e = BYID{k}.get(id(node))", f"    if e is None: e = INDEX{k}.get(node)"]
+    lines += [f"    key = ({', '.join(key)},)", f"    hit = CK{k}.get(key)",
+              f"    if hit is None: return miss({k}, node, ind, ls, CK{k}, key, TK{k})",
+              "    ap(hit[0])"]
+    lines += [f"    NXT[{i}] += hit[1][{j}]" for j, i in enumerate(sorted(takes))]
+    lines.append("    return hit[2]")
+    return lines
+
+
+def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dict,
+                 defined: list[frozenset], use_group, refs: list[str]) -> list[str]:
+    """The body of ``r{n}_{a}(kids, ind, ls) -> ls``, one alternative's part of the
+    pass (its terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``)."""
+    g = r.grammar
+    alt = g.alts[n][a]
+    parts, ci, shift, binding, bind_at, opens = r.steps[n][a]
+    terminals = tuple(p for p in parts if type(p) is str)
+    spaces = 2 * len(terminals)  # P[spaces]: the indentation before a word
+    body: list[str] = []
+    pending: list[str] = []  # pieces of one f-string, emitted together
+    known: object = None  # the line-start state where the code so far fixes it
+
+    def flush() -> None:
+        if len(pending) == 1:
+            body.append(f"    ap({pending[0]})")
+        elif pending:
+            body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
+        pending.clear()
+
+    def ref(name: str) -> str:
+        if name not in refs:
+            refs.append(name)
+        return f"K{refs.index(name)}"
+
+    def materialise() -> None:  # ls must hold the state: code that branches reads it
+        if known is not None:
+            body.append(f"    ls = {known}")
+
+    def word(expr: str) -> None:
+        nonlocal known
+        if known is None:
+            flush()
+            body.append(f"    if {ind} and ls: ap(P[{spaces}])")
+        elif known:
+            pending.append(f"P[{spaces}]")
+        pending.append(expr)
+        known = False
+
+    if parts:
+        ns[f"PD{n}_{a}"] = _Pads(terminals)
+        body.append("    P = PD[ind]")
+    if ci >= 0:  # the next value of the counter, the innermost one for the subtree
+        body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
+    names: list[str] = []
+    marks: list[int] = []
+    if opens:
+        for j, (prefix, _) in enumerate(binding.defines + binding.binds):
+            if j == len(binding.defines) and binding.local:
+                body.append("    saved = NUM[:]")  # the defined names stay outside
+            p = pid[prefix]
+            body += [f"    c = NUM[{p}]", f"    NUM[{p}] = c + 1", f"    n{j} = NAME{p}[c]"]
+            names.append(f"n{j}")
+        if binding.local and not binding.binds:
+            body.append("    saved = NUM[:]")
+        if binding.scope:  # only the lists its inside can grow need a mark
+            inside = frozenset().union(*(defined[k] for k in alt.kids)) | {t for _, t in binding.binds}
+            marks = sorted({i for t in inside for i in routes.get(t, ())})
+            body += [f"    m{i} = len(G{i})" for i in marks]
+    ind = "ind"
+    if shift and alt.kids:
+        body.append(f"    inner = ind + {shift}")
+    t = 0
+    for part in parts:
+        kind = type(part)
+        if kind is str:
+            pending.append(f"P[{2 * t} + ls]" if known is None else f"P[{2 * t + known}]")
+            known = part[-1] == "\n"
+            t += 1
+        elif kind is int:
+            if part == bind_at:  # the bound values, visible inside the last child only
+                flush()
+                first = len(binding.defines)
+                for j, (_, ty) in enumerate(binding.binds):
+                    body += [f"    G{i}.append(n{first + j})" for i in routes.get(ty, ())]
+            k, expr = alt.kids[part], f"kids[{part}]"
+            while r.forward[k]:  # a nonterminal that only passes its child through
+                expr, k = f"{expr}[2][0]", g.alts[k][0].kids[0]
+            group = use_group(k)
+            inner = "inner" if shift else "ind"
+            if group is not None:  # a use: read here, no call
+                ind = inner
+                word(f"G{group}[-1 - {ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
+                ind = "ind"
+                continue
+            flush()
+            materialise()
+            if r.cacheable[k]:
+                body.append(f"    ls = {ref(f'c{k}')}({expr}, {inner}, ls)")
+            elif len(g.alts[k]) == 1:
+                body.append(f"    ls = {ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
+            else:
+                body += [f"    x = {expr}", f"    ls = {ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
+            known = None
+        elif kind is NameRef:
+            word(names[int(part)])
+        elif kind is UseRef:
+            group = r.use_groups.index(binding.uses)
+            rank = int(part)
+            word(f"G{group}[-1]" if rank == 0 else f"G{group}[-1 - {rank} % len(G{group})]")
+        else:  # a counter: this alternative's own, or the innermost one's (perhaps none)
+            c = r.counter_index[part]
+            if c == ci:
+                word("v")
+                continue
+            if known is False:  # mid-line: an empty word changes nothing
+                pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
+                continue
+            flush()
+            materialise()
+            body += [f"    w = TOP[{c}]", "    if w >= 0:", f"        if ind and ls: ap(P[{spaces}])",
+                     "        ap(str(w))", "        ls = False"]
+            known = None
+    flush()
+    if opens:
+        body += [f"    del G{i}[m{i}:]" for i in marks]
+        if binding.local:
+            body.append("    NUM[:] = saved")
+        for j, (_, ty) in enumerate(binding.defines):  # visible after the alternative
+            body += [f"    G{i}.append(n{j})" for i in routes.get(ty, ())]
+    if ci >= 0:
+        body.append(f"    TOP[{ci}] = old")
+    body.append(f"    return {known if known is not None else 'ls'}")
+    return body

@@ -1,0 +1,64 @@
+"""The compiled passes (walk, render, decode, encode) give what the general ones give."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.core.codec import BytesModel, Layout, decode, encode
+from harness.core.grammar import PROFILES, load_file, load_profile
+from harness.core.render import renderer
+from harness.core.tree import replace_at, walk_nodes
+from harness.core.walk import RandomModel, random_trees, walker
+
+GRAMMARS = Path(__file__).resolve().parent / "grammars"
+SOURCES = [*PROFILES, *sorted(p.name for p in GRAMMARS.glob("*.py"))]
+
+
+def _grammar(source: str):
+    return load_profile(source) if source in PROFILES else load_file(str(GRAMMARS / source))
+
+
+class _GeneralRandom(RandomModel):
+    """The same model, but not exactly RandomModel: the walk interprets it."""
+
+
+class _GeneralBytes(BytesModel):
+    reads_bytes = False
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_compiled_passes_match_the_general_ones(source):
+    g = _grammar(source)
+    compiled = list(random_trees(g, 5, 150))
+    general = walker(g, _GeneralRandom(g, random.Random(5)))
+    assert compiled == [general(g.start, 0) for _ in range(150)]
+    for style in g.renderings:
+        r = renderer(g, style)
+        assert [r.render(t) for t in compiled] == [r.interpret(t) for t in compiled]
+    rng = random.Random(2)
+    model = _GeneralBytes(g, b"", {})
+    read = walker(g, model)
+    for _ in range(150):
+        data = rng.randbytes(rng.randrange(0, 120))
+        model.reset(data)
+        assert decode(data, g) == read(g.start, 0)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_an_edit_is_encoded_by_splicing(source):
+    g = _grammar(source)
+    rng = random.Random(3)
+    trees = list(random_trees(g, 9, 40))
+    for tree in trees:
+        layout = Layout(tree, g)
+        assert layout.encoding == encode(tree, g)
+        assert decode(encode(tree, g), g) == tree
+        paths = [p for p, _ in layout.nodes]
+        for path in rng.sample(paths, min(5, len(paths))):
+            old = dict(walk_nodes(tree))[path]
+            donor = next((n for _, n in walk_nodes(trees[rng.randrange(len(trees))]) if n[0] == old[0]), old)
+            for new in (donor, old, (old[0], old[1], old[2])):
+                assert layout.replaced(path, new, g) == encode(replace_at(tree, path, new), g)
