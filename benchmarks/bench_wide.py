@@ -9,10 +9,12 @@
 * (c) ``Mutator.mutate`` (decode, operate, encode) on corpus inputs (canonical
   encodings of 300 PCFG programs, reused with fresh seeds, as libFuzzer does)
   and on cold random bytes (a new input every call, so no cache helps),
-  ``max_size`` = ``max_input_length(grammar, 4096)``.
+  ``max_size`` = ``max_input_length(grammar, 4096)``; and chained as libFuzzer
+  runs a custom mutator (``-mutate_depth=5``: a corpus input mutated, then the
+  output mutated again, five times), the case between the two.
 
 Goals: whole-process generation >= 10,000 programs/s; mutation >= 20,000/s on
-corpus inputs.  The cold rate is shown next to the same goal.  Wall-clock
+corpus inputs.  The cold and chained rates are shown next to the same goal.  Wall-clock
 rates on a shared machine vary with its load; CPU time is printed beside them.
 """
 
@@ -70,6 +72,17 @@ def timed(function, calls) -> tuple[float, float]:
     return len(calls) / (time.perf_counter() - wall), len(calls) / (time.process_time() - cpu)
 
 
+CHAIN = 5  # libFuzzer's default -mutate_depth
+
+
+def chained(mutator: Mutator, rng: random.Random, max_size: int):
+    """One corpus input mutated CHAIN times in a row, each output the next input."""
+    def run(data: bytes) -> None:
+        for _ in range(CHAIN):
+            data = mutator.mutate(data, max_size, rng.getrandbits(32))
+    return run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer programs and mutations, best of 2")
@@ -100,6 +113,9 @@ def main() -> int:
     mutator.mutate(corpus[0], max_size, 0)
     corpus_rate = timed(mutator.mutate, corpus_calls)
     cold_rate = timed(Mutator(g).mutate, cold_calls)
+    chained_rate = timed(chained(mutator, rng, max_size), [(corpus[rng.randrange(len(corpus))],)
+                                                           for _ in range(mutate_n // 10)])
+    chained_rate = (chained_rate[0] * CHAIN, chained_rate[1] * CHAIN)
 
     rows = [
         (f"(a) loomfuzz generate --profile wide -n {process_n} -o - (whole process, best of {repeats})",
@@ -107,6 +123,8 @@ def main() -> int:
         (f"(b) walk + render in memory ({memory_n:,} programs)", memory, GENERATE_GOAL),
         (f"(c) Mutator.mutate, corpus inputs ({mutate_n:,} calls)", corpus_rate, MUTATE_GOAL),
         (f"    Mutator.mutate, cold random bytes ({mutate_n // 2:,} calls)", cold_rate, MUTATE_GOAL),
+        (f"    Mutator.mutate, chained {CHAIN} deep from corpus inputs ({mutate_n // 10 * CHAIN:,} calls)",
+         chained_rate, MUTATE_GOAL),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"wide profile (Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.1f})")

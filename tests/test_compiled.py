@@ -10,7 +10,8 @@ import pytest
 from harness.core.codec import BytesModel, Layout, decode, encode
 from harness.core.grammar import PROFILES, load_file, load_profile
 from harness.core.render import renderer
-from harness.core.tree import replace_at, walk_nodes
+from harness.core.tree import choice_nodes, replace_at, walk_nodes
+from harness.core.tree_index import TreeIndex
 from harness.core.walk import RandomModel, random_trees, walker
 
 GRAMMARS = Path(__file__).resolve().parent / "grammars"
@@ -56,9 +57,40 @@ def test_an_edit_is_encoded_by_splicing(source):
         layout = Layout(tree, g)
         assert layout.encoding == encode(tree, g)
         assert decode(encode(tree, g), g) == tree
-        paths = [p for p, _ in layout.nodes]
+        paths = list(layout.spans)
         for path in rng.sample(paths, min(5, len(paths))):
             old = dict(walk_nodes(tree))[path]
             donor = next((n for _, n in walk_nodes(trees[rng.randrange(len(trees))]) if n[0] == old[0]), old)
             for new in (donor, old, (old[0], old[1], old[2])):
                 assert layout.replaced(path, new, g) == encode(replace_at(tree, path, new), g)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_tree_index_lists_and_splices_nodes(source):
+    """choice_nodes against a plain pre-order walk; an edited tree's spliced entry against
+    listing it afresh (through two edits in a row, as libFuzzer chains mutations)."""
+    g = _grammar(source)
+    rng = random.Random(4)
+    trees = list(random_trees(g, 11, 60))
+
+    def listed(tree):
+        return [(p, n) for p, n in walk_nodes(tree) if g.unique[n[0]] is None]
+
+    index = TreeIndex(g)
+    for tree in trees:
+        assert choice_nodes(g, tree) == listed(tree)
+        current = tree
+        for _ in range(2):
+            entry = index(current)
+            if not entry.nodes:
+                break
+            assert entry.choices is not None  # computed: the splice carries it over
+            path, old = entry.nodes[rng.randrange(len(entry.nodes))]
+            donor = next((n for _, n in walk_nodes(trees[rng.randrange(len(trees))]) if n[0] == old[0]), old)
+            result = replace_at(current, path, donor)
+            index.edited(current, path, donor, result)
+            spliced = index(result)
+            assert spliced.nodes == listed(result)
+            assert all(a[1] is b[1] for a, b in zip(spliced.nodes, listed(result)))  # the new spine's nodes
+            assert spliced.choices == [(p, n) for p, n in listed(result) if len(g.alts[n[0]]) > 1]
+            current = result

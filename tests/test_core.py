@@ -95,6 +95,15 @@ def test_mutation_and_crossover_stay_in_the_language(grammar_case):
         assert 0 < len(out) <= max_size
         assert out == mutator.mutate(data, max_size, i)  # deterministic
         assert in_language(grammar_case, decode(out, g))
+    # chained as libFuzzer does (-mutate_depth): each output mutated again, its tree and
+    # node index taken from the mutation that made it, not from decoding it
+    for i in range(200):
+        data = inputs[i]
+        for step in range(5):
+            data = mutator.mutate(data, width, i * 5 + step)
+            assert 0 < len(data) <= width
+            assert mutator.decode(data) == decode(data, g)
+            assert in_language(grammar_case, decode(data, g))
     for i in range(1000):
         out = mutator.crossover(inputs[i % 200], inputs[(i * 7 + 3) % 200], width, i)
         assert 0 < len(out) <= width

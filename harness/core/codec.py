@@ -124,42 +124,18 @@ def encode_full(node: Node, grammar: CompiledGrammar) -> tuple[bytes, int]:
 class Layout:
     """Where each node of a tree sits in its encoding, to encode edits of it cheaply.
 
-    ``full`` is the encoding before trailing bytes are dropped; ``nodes`` every node
-    that has a choice below it, ``(path, node)`` in pre-order; ``spans[path]`` its
-    ``(start, end)`` in ``full``, ``placed[id(node)]`` too (the layout keeps the tree
-    alive, so the ids stay its nodes'); ``marks`` the ascending ends of the bytes that
-    differ from what a missing byte means (the last one is where :func:`encode` cuts)."""
+    ``full`` is the encoding before trailing bytes are dropped; ``spans[path]`` the
+    ``(start, end)`` in ``full`` of every node that has a choice below it,
+    ``placed[id(node)]`` too (the layout keeps the tree alive, so the ids stay its
+    nodes'; a subtree that occurs twice encodes the same both times, so either span
+    serves to copy it); ``marks`` the ascending ends of the bytes that differ from what
+    a missing byte means (the last one is where :func:`encode` cuts)."""
 
-    __slots__ = ("full", "nodes", "spans", "placed", "marks", "grammar")
+    __slots__ = ("full", "spans", "placed", "marks", "grammar")
 
     def __init__(self, tree: Node, grammar: CompiledGrammar) -> None:
-        alts, width, smallest, cheapest, unique = (
-            grammar.alts, grammar.width, grammar.smallest_byte, grammar.cheapest, grammar.unique)
-        out = bytearray()
-        nodes: list = []
-        spans: dict = {}
-        placed: dict = {}
-        marks: list[int] = []
-
-        def visit(node: Node, path: tuple) -> None:
-            n, a, kids = node
-            start = len(out)
-            nodes.append((path, node))
-            if len(alts[n]) > 1:
-                out.append(smallest[n][a])
-                if a != cheapest[n]:
-                    marks.append(len(out))
-            for i, kid in enumerate(kids):
-                if unique[kid[0]] is None:
-                    visit(kid, path + (i,))
-            w = width[n]
-            if w is not None and len(out) < start + w:
-                out.extend(bytes(start + w - len(out)))
-            spans[path] = placed[id(node)] = (start, len(out))
-
-        if unique[tree[0]] is None:
-            visit(tree, ())
-        self.full, self.nodes, self.spans, self.placed, self.marks = bytes(out), nodes, spans, placed, marks
+        build = grammar.derived("layout-builder", lambda: _layout_builder(grammar))
+        self.full, self.spans, self.placed, self.marks = build(tree)
         self.grammar = grammar
 
     @property
@@ -236,6 +212,15 @@ def _encoder(grammar: CompiledGrammar):
         g.alts, g.width, g.smallest_byte, g.cheapest, g.unique, g.tables)
     ns: dict = {"out": bytearray(), "marks": [], "entries": {}, "TABLES": tables}
     lines: list[str] = []
+    # A choice with nothing encoded below it is one byte, written in its parent's code.
+    one_byte = [len(alts[n]) > 1 and width[n] == 1 and unique[n] is None
+                and all(unique[k] is not None for alt in alts[n] for k in alt.kids)
+                for n in range(len(g.names))]
+
+    def leaf(k: int, i: int) -> str:
+        ns[f"B{k}"] = smallest[k]
+        return f"out.append(B{k}[kids[{i}][1]]); kids[{i}][1] != {cheapest[k]} and marks.append(len(out))"
+
     for n in range(len(g.names)):
         if unique[n] is not None:
             continue
@@ -267,7 +252,8 @@ def _encoder(grammar: CompiledGrammar):
             body.insert(0, "    start = len(out)")
         calls = []
         for a, alt in enumerate(alts[n]):
-            calls.append([f"e{k}(kids[{i}])" for i, k in enumerate(alt.kids) if unique[k] is None])
+            calls.append([leaf(k, i) if one_byte[k] else f"e{k}(kids[{i}])"
+                          for i, k in enumerate(alt.kids) if unique[k] is None])
         if any(calls):
             body.append("    kids = node[2]")
             if len(set(map(tuple, calls))) == 1:
@@ -311,6 +297,52 @@ def _encoder(grammar: CompiledGrammar):
             return ns["encode_node"](node)
 
     return encode_tree, encode_node
+
+
+def _layout_builder(grammar: CompiledGrammar):
+    """``build(tree) -> (full, spans, placed, marks)`` for :class:`Layout`, compiled as the
+    encoder is: the encoder's functions, each also taking the node's path and recording
+    its span (no table shortcut: edits reach inside tabulated subtrees too)."""
+    g = grammar
+    alts, width, smallest, cheapest, unique = g.alts, g.width, g.smallest_byte, g.cheapest, g.unique
+    ns: dict = {"U": unique}
+    lines: list[str] = []
+    for n in range(len(g.names)):
+        if unique[n] is not None:
+            continue
+        lines += [f"def l{n}(node, path):", "    start = len(out)"]
+        if len(alts[n]) > 1:
+            ns[f"B{n}"] = smallest[n]
+            lines += ["    a = node[1]", f"    out.append(B{n}[a])",
+                      f"    if a != {cheapest[n]}: marks.append(len(out))"]
+        calls = [[f"l{k}(kids[{i}], path + ({i},))" for i, k in enumerate(alt.kids) if unique[k] is None]
+                 for alt in alts[n]]
+        if any(calls):
+            lines.append("    kids = node[2]")
+            if len(set(map(tuple, calls))) == 1:
+                lines += [f"    {c}" for c in calls[0]]
+            else:
+                for a, cs in enumerate(calls):
+                    lines.append(f"    {'if' if a == 0 else 'elif'} a == {a}: " + ("; ".join(cs) or "pass"))
+        if width[n] is not None:
+            lines.append(f"    if len(out) < start + {width[n]}: out.extend(bytes(start + {width[n]} - len(out)))")
+        lines.append("    spans[path] = placed[id(node)] = (start, len(out))")
+    lines += [
+        "L = [" + ", ".join("None" if unique[n] is not None else f"l{n}" for n in range(len(g.names))) + "]",
+        "def build(tree):",
+        "    global out, marks, spans, placed",
+        "    out, marks, spans, placed = bytearray(), [], {}, {}",
+        "    if U[tree[0]] is None: L[tree[0]](tree, ())",
+        "    return bytes(out), spans, placed, marks",
+    ]
+    exec(compile("\n".join(lines), f"<layout builder of {g.source}>", "exec"), ns)
+    lock = threading.Lock()  # the module globals hold the layout being built
+
+    def build(tree: Node) -> tuple[bytes, dict, dict, list[int]]:
+        with lock:
+            return ns["build"](tree)
+
+    return build
 
 
 def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:

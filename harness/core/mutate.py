@@ -19,7 +19,9 @@ replicate_repeated    one element of a repetition duplicated
 swap_repeated         two elements of a repetition exchanged
 bytes                 a byte-level mutation of the encoding: libFuzzer's own
                       (``atheris.Mutate``) inside a running ``Fuzz()``, a
-                      pure-Python one elsewhere (:meth:`Mutator.use_libfuzzer`)
+                      pure-Python one elsewhere (:meth:`Mutator.use_libfuzzer`);
+                      in a recursive grammar its bytes are the output as they
+                      are (not encoded again: see :meth:`Mutator._fit_bytes`)
 ===================== ======================================================
 
 Repetitions are found in the grammar, not named: a nonterminal whose
@@ -58,9 +60,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 from zlib import crc32
 
-from harness.core.codec import Layout, decode, encode, nonempty
+from harness.core.codec import decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree
+from harness.core.tree_index import TreeIndex
 from harness.core.walk import RandomModel, walker
 
 __all__ = [
@@ -76,7 +79,8 @@ __all__ = [
 
 MAX_ATTEMPTS = 12
 POOL_PER_SYMBOL = 32
-POOL_SAMPLE = 4  # one input in POOL_SAMPLE (by the crc of its bytes) adds its subtrees to the pool
+POOL_SAMPLE = 4  # one input in POOL_SAMPLE (by the crc of its bytes) adds subtrees to the pool
+POOL_PER_INPUT = 16  # that many of its subtrees, spread over its pre-order
 _MASK64 = (1 << 64) - 1
 _INV53 = 1.0 / (1 << 53)
 
@@ -242,9 +246,17 @@ class Mutator:
         self.repetitions = Repetitions.of(grammar)
         self.byte_mutate = byte_mutate
         self.counts: Counter = Counter()
-        self.pool: dict[int, OrderedDict] = {}
+        # nonterminal -> {subtree: its depth}, oldest first.  Plain dicts: an OrderedDict
+        # hashes each key again when its items are read, and a subtree's hash is its size.
+        self.pool: dict[int, dict[Node, int]] = {}
+        self._pooled: set[int] = set()  # nonterminals with two or more pooled subtrees (only grows)
         self._decoded: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
-        self._index: OrderedDict[int, tuple[Node, list, dict]] = OrderedDict()
+        # The last outputs and their trees: libFuzzer mutates its own output again
+        # (-mutate_depth), and they are kept apart so as not to push the corpus out.
+        self._recent: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
+        # the tree, encoding and edit (tree, path, subtree, result) behind _fit's last output
+        self._made: Optional[tuple[Node, bytes, Optional[tuple]]] = None
+        self.index = TreeIndex(grammar)
         self._edit: Optional[tuple[Node, Path, Node, Node]] = None  # the last single replacement
         self.bounded = grammar.max_bytes is None
         self._deepest = _deepest(grammar)
@@ -263,74 +275,42 @@ class Mutator:
         """(tree, canonical encoding) of ``data``, memoised."""
         hit = self._decoded.get(data)
         if hit is None:
+            hit = self._recent.get(data)
+            if hit is not None:
+                return hit
             tree = decode(data, self.grammar)
             hit = self._decoded[data] = (tree, encode(tree, self.grammar))
             if len(self._decoded) > 4096:
                 self._decoded.popitem(last=False)
-            if crc32(data) % POOL_SAMPLE == 0:  # a sample of the inputs feeds the pool
-                self._remember(tree)
+            crc = crc32(data)
+            if crc % POOL_SAMPLE == 0:  # a sample of the inputs feeds the pool
+                self._remember(tree, crc // POOL_SAMPLE)
         return hit
 
-    def _remember(self, tree: Node) -> None:
-        """Add the tree's subtrees to the pool of their nonterminal (bounded, newest kept)."""
-        for _, node in self._nodes(tree):
-            bucket = self.pool.setdefault(node[0], OrderedDict())
+    def _remember(self, tree: Node, salt: int = 0) -> None:
+        """Add some of the tree's subtrees (:data:`POOL_PER_INPUT`, evenly spread from an
+        offset given by ``salt``) to the pool of their nonterminal (bounded, newest kept),
+        each with its depth (what the depth budget asks of it where it is put).  Not all
+        of them: keying the pool hashes each subtree whole."""
+        depths: dict[int, int] = {}
+
+        def depth(node: Node) -> int:
+            d = depths.get(id(node))
+            if d is None:
+                d = depths[id(node)] = 1 + max(map(depth, node[2]), default=0)
+            return d
+
+        nodes = self.index(tree).nodes
+        stride = max(1, len(nodes) // POOL_PER_INPUT)
+        for _, node in nodes[salt % stride::stride]:
+            bucket = self.pool.setdefault(node[0], {})
             if node in bucket:
                 continue
-            bucket[node] = None
+            bucket[node] = depth(node)
             if len(bucket) > POOL_PER_SYMBOL:
-                bucket.popitem(last=False)
-
-    def _layout(self, tree: Node) -> Optional[Layout]:
-        """The places of the tree's nodes in its encoding, from the second time the tree
-        is edited on (libFuzzer mutates its corpus entries over and over; an input seen
-        once, the cold case, is cheaper to encode whole than to lay out)."""
-        if not self.bounded:  # a finite grammar's encodings are short: encoding is cheaper
-            return None
-        derived = self._entry(tree)[2]
-        layout = derived.get("layout")
-        if layout is None:
-            if not derived.get("edited"):
-                derived["edited"] = True
-                return None
-            layout = derived["layout"] = Layout(tree, self.grammar)
-        return layout
-
-    def _entry(self, tree: Node) -> tuple[Node, list[tuple[Path, Node]], dict]:
-        """(tree, its nodes, what is derived from it), cached per tree."""
-        hit = self._index.get(id(tree))
-        if hit is not None and hit[0] is tree:
-            return hit
-        unique = self.grammar.unique
-        nodes: list[tuple[Path, Node]] = []
-        append = nodes.append
-        stack = [((), tree)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            path, node = pop()
-            if unique[node[0]] is None:
-                append((path, node))
-                kids = node[2]
-                for i in range(len(kids) - 1, -1, -1):
-                    if unique[kids[i][0]] is None:
-                        push((path + (i,), kids[i]))
-        hit = self._index[id(tree)] = (tree, nodes, {})
-        if len(self._index) > 4096:
-            self._index.popitem(last=False)
-        return hit
-
-    def _choices(self, tree: Node) -> list[tuple[Path, Node]]:
-        """The nodes of :meth:`_nodes` with more than one alternative (cached per tree)."""
-        derived = self._entry(tree)[2]
-        nodes = derived.get("choices")
-        if nodes is None:
-            alts = self.grammar.alts
-            nodes = derived["choices"] = [(p, node) for p, node in self._nodes(tree) if len(alts[node[0]]) > 1]
-        return nodes
-
-    def _nodes(self, tree: Node) -> list[tuple[Path, Node]]:
-        """(path, node) of every node that has a choice below it, in pre-order."""
-        return self._entry(tree)[1]
+                del bucket[next(iter(bucket))]
+            elif len(bucket) == 2:
+                self._pooled.add(node[0])
 
     def _replace(self, tree: Node, path: Path, new: Node) -> Node:
         """``tree`` with ``new`` at ``path``; remembered, so that :meth:`_fit` encodes
@@ -340,9 +320,12 @@ class Mutator:
         return out
 
     def _fits_depth(self, tree: Node, path: Path, new: Node) -> bool:
+        """Whether ``new`` at ``path`` keeps the tree within the walk's depth budget (a
+        tree of depth at most ``max_depth``: exactly the trees its encoding decodes back
+        to)."""
         if not self.bounded:
             return True
-        return _depth_at_most(new, self.grammar.max_depth + 1 - len(path), self._deepest)
+        return _depth_at_most(new, self.grammar.max_depth - len(path), self._deepest)
 
     def _regenerate(self, n: int, depth: int) -> Node:
         return self.expand(n, depth)
@@ -350,7 +333,7 @@ class Mutator:
     # -- operators (tree, rng) -> tree or None (not applicable) ---------------
 
     def regenerate_node(self, tree: Node) -> Optional[Node]:
-        nodes = self._nodes(tree)
+        nodes = self.index(tree).nodes
         if not nodes:
             return None
         path, node = nodes[self.rng.below(len(nodes))]
@@ -358,37 +341,51 @@ class Mutator:
 
     def switch_alternative(self, tree: Node) -> Optional[Node]:
         g = self.grammar
-        nodes = self._choices(tree)
+        nodes = self.index(tree).choices
         if not nodes:
             return None
         path, (n, a, kids) = nodes[self.rng.below(len(nodes))]
         b = self.rng.below(len(g.alts[n]) - 1)
         b += b >= a
         depth_below = len(path) + 1
+        # The walk's own depth rule (walk.py): the kids kept sat at this depth already and
+        # the new ones come from the walk, so this is the whole depth check.
+        if self.bounded and len(path) + g.alt_min_depth[n][b] > g.max_depth:
+            return None
         new = intern(g, (n, b, refill(kids, g.alts[n][b].kids, lambda k: self._regenerate(k, depth_below))))
-        return self._replace(tree, path, new) if self._fits_depth(tree, path, new) else None
+        return self._replace(tree, path, new)
 
     def replace_from_pool(self, tree: Node) -> Optional[Node]:
-        nodes = [(p, node) for p, node in self._nodes(tree) if len(self.pool.get(node[0], ())) > 1]
+        pooled = self._pooled
+        derived = self.index(tree).derived
+        key = ("pooled", len(pooled))  # the set only grows: its size says when to look again
+        nodes = derived.get(key)
+        if nodes is None:
+            nodes = derived[key] = [(p, node) for p, node in self.index(tree).nodes if node[0] in pooled]
         if not nodes:
             return None
         path, node = nodes[self.rng.below(len(nodes))]
-        candidates = [c for c in self.pool[node[0]] if c != node]
-        if not candidates:
-            return None
-        new = candidates[self.rng.below(len(candidates))]
-        return self._replace(tree, path, new) if self._fits_depth(tree, path, new) else None
+        # (subtree, depth) pairs, distinct subtrees: at most one equals node.  Read as
+        # pairs: looking a subtree up would hash all of it.
+        candidates = tuple(self.pool[node[0]].items())
+        i = self.rng.below(len(candidates))
+        new, depth = candidates[i]
+        if new == node:
+            j = self.rng.below(len(candidates) - 1)
+            new, depth = candidates[j + (j >= i)]
+        fits = not self.bounded or depth <= self.grammar.max_depth - len(path)
+        return self._replace(tree, path, new) if fits else None
 
     def _repeated(self, tree: Node, grow: int) -> list[tuple[Path, Node]]:
         """Repetition nodes that can change their number of elements by ``grow`` (cached
         per tree)."""
-        derived = self._entry(tree)[2]
+        derived = self.index(tree).derived
         out = derived.get(("repeated", grow))
         if out is not None:
             return out
         reps = self.repetitions
         out = derived[("repeated", grow)] = []
-        for p, node in self._nodes(tree):
+        for p, node in self.index(tree).nodes:
             n = node[0]
             if n in reps.lists:
                 if len(node[2]) + grow in reps.lists[n][1] and (grow or len(node[2]) > 1):
@@ -428,15 +425,18 @@ class Mutator:
 
     def swap_repeated(self, tree: Node) -> Optional[Node]:
         reps = self.repetitions
-        options = []
-        for p, node in self._nodes(tree):
-            n = node[0]
-            if n in reps.lists and len(node[2]) > 1 and len(set(node[2])) > 1:
-                options.append(("list", p, node))
-            elif n in reps.chains and node[1] == reps.chains[n][1]:
-                links = _chain_links(tree, p, n, reps.chains[n][1])
-                if len(links) > 1:
-                    options.append(("chain", p, node))
+        derived = self.index(tree).derived
+        options = derived.get("swaps")
+        if options is None:
+            options = derived["swaps"] = []
+            for p, node in self.index(tree).nodes:
+                n = node[0]
+                if n in reps.lists and len(node[2]) > 1 and len(set(node[2])) > 1:
+                    options.append(("list", p, node))
+                elif n in reps.chains and node[1] == reps.chains[n][1]:
+                    # a chain of two or more links, each with its own element
+                    if node[2][1][0] == n and node[2][1][1] == reps.chains[n][1]:
+                        options.append(("chain", p, node))
         if not options:
             return None
         kind, path, node = options[self.rng.below(len(options))]
@@ -452,6 +452,8 @@ class Mutator:
         i, j = self.rng.below(len(links)), self.rng.below(len(links) - 1)
         j += j >= i
         first, second = node_at(tree, links[i] + (0,)), node_at(tree, links[j] + (0,))
+        if not (self._fits_depth(tree, links[i] + (0,), second) and self._fits_depth(tree, links[j] + (0,), first)):
+            return None
         tree = replace_at(tree, links[i] + (0,), second)
         return replace_at(tree, links[j] + (0,), first)
 
@@ -462,19 +464,49 @@ class Mutator:
         if new is None or new is tree:
             return None
         out = None
-        if edit is not None and edit[3] is new and edit[0] is tree:
-            layout = self._layout(tree)
+        if edit is not None and (edit[3] is not new or edit[0] is not tree):
+            edit = None
+        if edit is not None and self.bounded:  # a finite grammar's encodings are short: encode
+            layout = self.index.layout(tree)
             if layout is not None:
                 out = layout.replaced(edit[1], edit[2], self.grammar)
         if out is None:
             out = encode(new, self.grammar)
         if out == original:
             return None
-        out = nonempty(out, new, self.grammar)
-        return out if len(out) <= max_size else None
+        spelled = nonempty(out, new, self.grammar)
+        if len(spelled) > max_size:
+            return None
+        self._made = (new, out, edit)
+        return spelled
+
+    def _output(self, out: bytes, name: str) -> bytes:
+        """Count the operator; remember the output's tree when a tree operator made it."""
+        self.counts[name] += 1
+        made, self._made = self._made, None
+        if made is not None:
+            self._recent[out] = made[:2]
+            if len(self._recent) > 16:
+                self._recent.popitem(last=False)
+            if made[2] is not None:  # index the output from its parent, for its next mutation
+                self.index.edited(*made[2])
+        return out
+
+    def _fit_bytes(self, tree: Node, raw: bytes, original: bytes, max_size: int) -> Optional[bytes]:
+        """The byte operator's output: on a finite grammar the canonical encoding of what
+        ``raw`` decodes to (short, and the corpus stays free of spellings of one program);
+        on a recursive one ``raw`` itself when it means another program, as libFuzzer's
+        own mutations are (encoding a whole tree again would cost more than the rest of
+        the mutation)."""
+        new = decode(raw, self.grammar)
+        if not self.bounded:
+            return self._fit(tree, new, original, max_size)
+        self._made = None  # its canonical encoding is not known
+        return raw if raw and new != tree else None
 
     def mutate(self, data: bytes, max_size: int, seed: int) -> bytes:
         self.rng.seed(seed ^ crc32(data))
+        self._made = None
         tree, original = self._decode(data)
         rng, table = self.rng, self.table
         for _ in range(MAX_ATTEMPTS):
@@ -483,16 +515,14 @@ class Mutator:
                 mutate = self.byte_mutate
                 raw = (mutate(data, max_size) if mutate is not None
                        else python_byte_mutate(data, max_size, rng))
-                out = self._fit(tree, decode(raw[:max_size], self.grammar), original, max_size)
+                out = self._fit_bytes(tree, raw[:max_size], original, max_size)
             else:
                 out = self._fit(tree, getattr(self, name)(tree), original, max_size)
             if out is not None:
-                self.counts[name] += 1
-                return out
+                return self._output(out, name)
         out = self._any_change(tree, original, max_size)
         if out is not None:
-            self.counts["fallback_switch"] += 1
-            return out
+            return self._output(out, "fallback_switch")
         self.counts["unchanged"] += 1
         return data[:max_size] or nonempty(b"", tree, self.grammar)[:max_size]
 
@@ -501,7 +531,7 @@ class Mutator:
         another alternative (children kept, the rest drawn, else their smallest
         derivations, which encode shortest), tried in random order."""
         g = self.grammar
-        nodes = self._choices(tree)
+        nodes = self.index(tree).choices
         start = self.rng.below(len(nodes)) if nodes else 0
         for k in range(len(nodes)):
             path, (n, a, kids) = nodes[(start + k) % len(nodes)]
@@ -529,17 +559,16 @@ class Mutator:
                 name, new = "splice_bytes", self._splice_bytes(data1, data2, max_out_size)
             out = self._fit(a, new, original, max_out_size)
             if out is not None:
-                self.counts[name] += 1
-                return out
+                return self._output(out, name)
         # nothing to take from the other parent (identical, or nothing fits): a mutation
         return self.mutate(data1, max_out_size, seed)
 
     def splice(self, a: Node, b: Node) -> Optional[Node]:
         """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``."""
         donors: dict[int, list[Node]] = {}
-        for _, node in self._nodes(b):
+        for _, node in self.index(b).nodes:
             donors.setdefault(node[0], []).append(node)
-        sites = [(p, node) for p, node in self._nodes(a)
+        sites = [(p, node) for p, node in self.index(a).nodes
                  if any(d != node for d in donors.get(node[0], ()))]
         if not sites:
             return None

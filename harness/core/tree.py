@@ -14,6 +14,7 @@ trees, so fuzzingbook's own tools can read ours.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterator
 
 from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
@@ -41,6 +42,50 @@ def walk_nodes(node: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
             stack.append((p + (i,), kids[i]))
 
 
+def choice_nodes(grammar: CompiledGrammar, tree: Node) -> list[tuple[Path, Node]]:
+    """(path, node) of every node that has a choice at or below it (the nodes an encoding
+    holds bytes for: a node of a unique nonterminal has none), in pre-order.  Compiled
+    per grammar, one function per nonterminal: a mutator lists every new input's nodes."""
+    return grammar.derived("choice-nodes", lambda: _compile_choice_nodes(grammar))(tree)
+
+
+def _compile_choice_nodes(grammar: CompiledGrammar):
+    g = grammar
+    lines: list[str] = []
+    for n in range(len(g.names)):
+        if g.unique[n] is not None:
+            continue
+        calls = [[f"c{k}(kids[{i}], path + ({i},))" for i, k in enumerate(alt.kids) if g.unique[k] is None]
+                 for alt in g.alts[n]]
+        lines += [f"def c{n}(node, path):", "    append((path, node))"]
+        if any(calls):
+            lines.append("    kids = node[2]")
+            if len(set(map(tuple, calls))) == 1:
+                lines += [f"    {c}" for c in calls[0]]
+            else:
+                lines.append("    a = node[1]")
+                lines += [f"    {'if' if a == 0 else 'elif'} a == {a}: " + ("; ".join(cs) or "pass")
+                          for a, cs in enumerate(calls)]
+    lines += [
+        "C = [" + ", ".join("None" if g.unique[n] is not None else f"c{n}" for n in range(len(g.names))) + "]",
+        "def nodes(tree):",
+        "    global append",
+        "    out = []",
+        "    append = out.append",
+        "    if U[tree[0]] is None: C[tree[0]](tree, ())",
+        "    return out",
+    ]
+    namespace: dict[str, Any] = {"U": g.unique}
+    exec(compile("\n".join(lines), f"<choice nodes of {g.source}>", "exec"), namespace)
+    lock = threading.Lock()  # the module global holds the list being filled
+
+    def nodes(tree: Node) -> list[tuple[Path, Node]]:
+        with lock:
+            return namespace["nodes"](tree)
+
+    return nodes
+
+
 def node_at(node: Node, path: Path) -> Node:
     for i in path:
         node = node[2][i]
@@ -49,11 +94,16 @@ def node_at(node: Node, path: Path) -> Node:
 
 def replace_at(node: Node, path: Path, new: Node) -> Node:
     """A copy of ``node`` with the subtree at ``path`` replaced (shares the rest)."""
-    if not path:
-        return new
-    i = path[0]
-    kids = node[2]
-    return (node[0], node[1], kids[:i] + (replace_at(kids[i], path[1:], new),) + kids[i + 1:])
+    spine = []  # the nodes down the path, rebuilt bottom-up (no recursion: paths are long)
+    for i in path:
+        spine.append(node)
+        node = node[2][i]
+    for i in range(len(path) - 1, -1, -1):
+        parent = spine[i]
+        kids = list(parent[2])
+        kids[path[i]] = new
+        new = (parent[0], parent[1], tuple(kids))
+    return new
 
 
 def smallest_tree(grammar: CompiledGrammar, n: int) -> Node:
