@@ -94,3 +94,17 @@ def test_the_tree_index_lists_and_splices_nodes(source):
             assert all(a[1] is b[1] for a, b in zip(spliced.nodes, listed(result)))  # the new spine's nodes
             assert spliced.choices == [(p, n) for p, n in listed(result) if len(g.alts[n[0]]) > 1]
             current = result
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_batch_renders_as_its_programs_one_by_one(source):
+    """render_batch (what `generate -o -` writes) against render per tree, joined; the
+    batch read from a generator, as the stream gives it."""
+    g = _grammar(source)
+    trees = list(random_trees(g, 8, 120))
+    for style in g.renderings:
+        r = renderer(g, style)
+        one_by_one = [r.render(t) for t in trees]
+        assert r.render_batch(iter(trees), "// -----\n") == "// -----\n".join(one_by_one)
+        assert r.render_batch([]) == ""
+        assert [r.render(t) for t in trees] == one_by_one  # no state left behind

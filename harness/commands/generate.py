@@ -43,13 +43,8 @@ def file_name(index: int, count: int) -> str:
 def _write_stream(programs, grammar, render: str, stream) -> None:
     from harness.core.render import render_stream
 
-    batch: list[str] = []
-    for text in render_stream(programs, grammar, render):
-        batch.append(text)
-        if len(batch) == _BATCH:
-            stream.write("".join(batch))
-            batch.clear()
-    stream.write("".join(batch))
+    for text in render_stream(programs, grammar, render, _BATCH):
+        stream.write(text)
     stream.flush()
 
 

@@ -522,6 +522,15 @@ def _tables(g: CompiledGrammar) -> None:
             trees[n] = out
         return trees[n]
 
+    deepest: dict[int, int] = {}
+
+    def depth(n: int) -> int:
+        """The depth of the deepest tree of a finite language (from the grammar: cheaper
+        than measuring every tree of the table)."""
+        if n not in deepest:
+            deepest[n] = 1 + max((depth(k) for alt in g.alts[n] for k in alt.kids), default=0)
+        return deepest[n]
+
     g.tables = [None] * len(g.names)
     g.unique = [None] * len(g.names)
     # Smallest first, so that shared subtrees are built once.
@@ -534,14 +543,9 @@ def _tables(g: CompiledGrammar) -> None:
         cumulative = tuple(list(accumulate(p / total for _, p in entries))[:-1]) + (math.inf,)
         nodes = tuple(t for t, _ in entries)
         g.tables[n] = Table(nodes, cumulative, {t: i for i, t in enumerate(nodes)},
-                            {id(t): i for i, t in enumerate(nodes)}, _depth(nodes[0]) if c == 1
-                            else max(_depth(t) for t in nodes))
+                            {id(t): i for i, t in enumerate(nodes)}, depth(n))
         if c == 1:
             g.unique[n] = nodes[0]
-
-
-def _depth(node: Node) -> int:
-    return 1 + max((_depth(kid) for kid in node[2]), default=0)
 
 
 def _byte_table(probabilities: list[float]) -> bytes:

@@ -19,6 +19,7 @@ copied; for the default grammar a program is a few look-ups and one join.
 from __future__ import annotations
 
 import threading
+from itertools import chain, islice
 from typing import Iterable, Iterator
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
@@ -63,20 +64,36 @@ class Renderer:
                                   if alt.binding and alt.binding.uses})
         # (terminal, indent) -> (text mid-line, text at a line start, ends with a newline)
         self.padded: dict[tuple[str, int], tuple[str, str, bool]] = {}
+        # (render, render_batch, [the tree render_batch is at]) from harness.core.render_code
         self._compiled = None
         self._lock = threading.Lock()
 
     def render(self, tree: Node) -> str:
         if self._compiled is None:
-            from harness.core.render_code import compile_pass
-            self._compiled = compile_pass(self)
+            self._compile()
         with self._lock:  # the compiled pass keeps its state in one place
             try:
-                return self._compiled(tree)
+                return self._compiled[0](tree)
             except (IndexError, ZeroDivisionError):  # a use with nothing in scope
                 out: list[str] = []  # the interpreter says which
                 self._node(tree, 0, out, self.new_state())
                 raise
+
+    def render_batch(self, trees: Iterable[Node], separator: str = SPLIT_MARKER) -> str:
+        """The trees' texts joined by ``separator`` (one join for the lot; the trees may
+        come from a generator: each is dropped once rendered)."""
+        if self._compiled is None:
+            self._compile()
+        with self._lock:
+            try:
+                return self._compiled[1](trees, separator)
+            except (IndexError, ZeroDivisionError):  # the interpreter says which use failed
+                self._node(self._compiled[2][0], 0, [], self.new_state())
+                raise
+
+    def _compile(self) -> None:
+        from harness.core.render_code import compile_pass
+        self._compiled = compile_pass(self)
 
     def interpret(self, tree: Node) -> str:
         """The tree's text by the interpreted pass (the reference for the compiled one)."""
@@ -231,12 +248,14 @@ def render(tree: Node, grammar: CompiledGrammar, style: str = "canonical") -> st
 
 
 def render_stream(trees: Iterable[Node], grammar: CompiledGrammar,
-                  style: str = "canonical") -> Iterator[str]:
-    """Texts separated by ``// -----`` lines, for ``--split-input-file``."""
+                  style: str = "canonical", batch: int = 2000) -> Iterator[str]:
+    """Texts separated by ``// -----`` lines, for ``--split-input-file``, ``batch``
+    programs to a yielded string."""
     r = renderer(grammar, style)
+    trees = iter(trees)
     first = True
-    for tree in trees:
-        text = r.render(tree)
+    for head in trees:  # a batch is rendered as it is drawn: no tree outlives its text
+        text = r.render_batch(chain((head,), islice(trees, batch - 1)))
         yield text if first else SPLIT_MARKER + text
         first = False
 

@@ -24,7 +24,7 @@ It gives the interpreter's text for every tree (tests compare them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.scope import NameRef, UseRef
@@ -79,8 +79,11 @@ def _closure(grammar: CompiledGrammar, own: list[frozenset]) -> list[frozenset]:
     return out
 
 
-def compile_pass(r: "Renderer") -> Callable[[Node], str]:
-    """``render(tree) -> text``: the pass of ``r`` as specialised Python source."""
+def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterable[Node], str], str], list]:
+    """``render(tree) -> text`` and ``render_batch(trees, separator) -> text`` (the texts
+    joined by ``separator``, in one join: what a stream of programs is written as): the
+    pass of ``r`` as specialised Python source; and the one-item list where
+    ``render_batch`` keeps the tree it is at (for the error of a tree that fails)."""
     g = r.grammar
     counters = len(g.counters)
     groups = r.use_groups
@@ -157,22 +160,40 @@ def compile_pass(r: "Renderer") -> Callable[[Node], str]:
         "    return ls",
         "R = (" + "".join(f"R{n}, " for n in range(len(g.alts))) + ")",
         "C = (" + "".join(f"c{n}, " if r.cacheable[n] else "None, " for n in range(len(g.alts))) + ")",
+    ]
+    one = [  # one program into OUT, from a fresh state
+        *(f"NXT[{i}] = 0; TOP[{i}] = -1" for i in range(counters)),
+        *(f"NUM[{i}] = 0" for i in range(len(prefixes))),
+        *(f"G{i}.clear()" for i in range(len(groups))),
+        "k, x = tree[0], tree",
+        "while FORWARD[k]: x = x[2][0]; k = x[0]",
+        "if C[k] is not None: C[k](x, 0, True)",
+        "else: R[k][x[1]](x[2], 0, True)",
+    ]
+    source += [
         "def render(tree):",
         "    OUT.clear()",
-        *(f"    NXT[{i}] = 0; TOP[{i}] = -1" for i in range(counters)),
-        *(f"    NUM[{i}] = 0" for i in range(len(prefixes))),
-        *(f"    G{i}.clear()" for i in range(len(groups))),
-        "    k, x = tree[0], tree",
-        "    while FORWARD[k]: x = x[2][0]; k = x[0]",
-        "    if C[k] is not None: C[k](x, 0, True)",
-        "    else: R[k][x[1]](x[2], 0, True)",
+        *(f"    {line}" for line in one),
         "    text = ''.join(OUT)",
         "    OUT.clear()",
         "    return text",
+        "def render_batch(trees, separator):",
+        "    OUT.clear()",
+        "    first = True",
+        "    for tree in trees:",
+        "        CURRENT[0] = tree",
+        "        if first: first = False",
+        "        else: ap(separator)",
+        *(f"        {line}" for line in one),
+        "    text = ''.join(OUT)",
+        "    OUT.clear()",
+        "    CURRENT[0] = None",
+        "    return text",
     ]
     ns["FORWARD"] = r.forward
+    ns["CURRENT"] = current = [None]
     exec(compile("\n".join(source), f"<render pass of {g.source} ({r.style})>", "exec"), ns)
-    return ns["render"]
+    return ns["render"], ns["render_batch"], current
 
 
 def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: dict) -> list[str]:
