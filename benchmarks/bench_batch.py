@@ -27,10 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-try:
-    import harness  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# this checkout\'s code, even where another checkout is the one installed (comparisons)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.sources import from_generator  # noqa: E402

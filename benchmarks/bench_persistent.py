@@ -29,10 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-try:
-    import harness  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# this checkout\'s code, even where another checkout is the one installed (comparisons)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.fuzzing.campaign import seed_corpus  # noqa: E402
 from harness.run.persistent import DriverError, persistent_target  # noqa: E402

@@ -62,7 +62,7 @@ from zlib import crc32
 
 from harness.core.codec import decode, encode, nonempty
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree
+from harness.core.tree import Path, depth, intern, node_at, refill, replace_at, smallest_tree
 from harness.core.tree_index import TreeIndex
 from harness.core.walk import RandomModel, walker
 
@@ -246,9 +246,9 @@ class Mutator:
         self.repetitions = Repetitions.of(grammar)
         self.byte_mutate = byte_mutate
         self.counts: Counter = Counter()
-        # nonterminal -> {subtree: its depth}, oldest first.  Plain dicts: an OrderedDict
+        # nonterminal -> {subtree: [its depth, once measured]}, oldest first.  Plain dicts: an OrderedDict
         # hashes each key again when its items are read, and a subtree's hash is its size.
-        self.pool: dict[int, dict[Node, int]] = {}
+        self.pool: dict[int, dict[Node, list]] = {}
         self._pooled: set[int] = set()  # nonterminals with two or more pooled subtrees (only grows)
         self._decoded: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
         # The last outputs and their trees: libFuzzer mutates its own output again
@@ -290,15 +290,9 @@ class Mutator:
     def _remember(self, tree: Node, salt: int = 0) -> None:
         """Add some of the tree's subtrees (:data:`POOL_PER_INPUT`, evenly spread from an
         offset given by ``salt``) to the pool of their nonterminal (bounded, newest kept),
-        each with its depth (what the depth budget asks of it where it is put).  Not all
-        of them: keying the pool hashes each subtree whole."""
-        depths: dict[int, int] = {}
-
-        def depth(node: Node) -> int:
-            d = depths.get(id(node))
-            if d is None:
-                d = depths[id(node)] = 1 + max(map(depth, node[2]), default=0)
-            return d
+        each with a slot for its depth (measured when it is first placed: what the depth
+        budget of a recursive grammar asks of it there).  Not all of them: keying the pool
+        hashes each subtree whole."""
 
         nodes = self.index(tree).nodes
         stride = max(1, len(nodes) // POOL_PER_INPUT)
@@ -306,7 +300,7 @@ class Mutator:
             bucket = self.pool.setdefault(node[0], {})
             if node in bucket:
                 continue
-            bucket[node] = depth(node)
+            bucket[node] = [None]
             if len(bucket) > POOL_PER_SYMBOL:
                 del bucket[next(iter(bucket))]
             elif len(bucket) == 2:
@@ -365,16 +359,20 @@ class Mutator:
         if not nodes:
             return None
         path, node = nodes[self.rng.below(len(nodes))]
-        # (subtree, depth) pairs, distinct subtrees: at most one equals node.  Read as
-        # pairs: looking a subtree up would hash all of it.
+        # (subtree, [its depth]) pairs, distinct subtrees: at most one equals node.  Read
+        # as pairs: looking a subtree up would hash all of it.
         candidates = tuple(self.pool[node[0]].items())
         i = self.rng.below(len(candidates))
-        new, depth = candidates[i]
+        new, slot = candidates[i]
         if new == node:
             j = self.rng.below(len(candidates) - 1)
-            new, depth = candidates[j + (j >= i)]
-        fits = not self.bounded or depth <= self.grammar.max_depth - len(path)
-        return self._replace(tree, path, new) if fits else None
+            new, slot = candidates[j + (j >= i)]
+        if self.bounded:
+            if slot[0] is None:
+                slot[0] = depth(new)
+            if slot[0] > self.grammar.max_depth - len(path):
+                return None
+        return self._replace(tree, path, new)
 
     def _repeated(self, tree: Node, grow: int) -> list[tuple[Path, Node]]:
         """Repetition nodes that can change their number of elements by ``grow`` (cached
@@ -564,18 +562,25 @@ class Mutator:
         return self.mutate(data1, max_out_size, seed)
 
     def splice(self, a: Node, b: Node) -> Optional[Node]:
-        """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``."""
-        donors: dict[int, list[Node]] = {}
-        for _, node in self.index(b).nodes:
-            donors.setdefault(node[0], []).append(node)
-        sites = [(p, node) for p, node in self.index(a).nodes
-                 if any(d != node for d in donors.get(node[0], ()))]
-        if not sites:
+        """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``:
+        sites tried from a random one on until one has a donor that differs from it."""
+        derived = self.index(b).derived
+        donors = derived.get("donors")
+        if donors is None:
+            donors = derived["donors"] = {}
+            for _, node in self.index(b).nodes:
+                donors.setdefault(node[0], []).append(node)
+        nodes = self.index(a).nodes
+        if not nodes:
             return None
-        path, node = sites[self.rng.below(len(sites))]
-        options = [d for d in donors[node[0]] if d != node]
-        new = options[self.rng.below(len(options))]
-        return self._replace(a, path, new) if self._fits_depth(a, path, new) else None
+        start = self.rng.below(len(nodes))
+        for k in range(len(nodes)):
+            path, node = nodes[(start + k) % len(nodes)]
+            options = [d for d in donors.get(node[0], ()) if d != node]
+            if options:
+                new = options[self.rng.below(len(options))]
+                return self._replace(a, path, new) if self._fits_depth(a, path, new) else None
+        return None
 
     def _splice_bytes(self, data1: bytes, data2: bytes, max_size: int) -> Node:
         n = min(max(len(data1), len(data2)), max_size)
