@@ -44,11 +44,13 @@ def program_text(data: bytes) -> str:
     return render(decode_program(data))
 
 # The deep-bug hunt: a fixed libFuzzer seed (runs are deterministic for a
-# seed) and the budget both runs get.  Measured here (benchmarks/
-# bench_coverage.py, seeds 1-4): with the bridge 3,019 / 6,504 / 3,594 / 5,103
-# runs; without it 26,623 / >30,000 / >30,000 / >30,000.  Seed 3: 3,594 vs
-# >30,000, so the budget leaves a wide margin on both sides.
-HUNT_SEEDS = (3,)
+# seed) and the budget both runs get.  Measured here with the current mutator
+# (benchmarks/bench_coverage.py --seeds 1,2,3,4,5 --cap 40000): with the bridge
+# 3,150 / 2,343 / 15,649 / 7,065 / 19,783 runs; without it >40,000 but for
+# seed 3 (18,592).  Seed 2: 2,343 vs >40,000, so the budget leaves a wide margin
+# on both sides.  A change to the mutator's draws deals every seed anew (seed 3
+# took 3,594 with the previous one): measure again and pick from the table.
+HUNT_SEEDS = (2,)
 HUNT_RUNS = 12000
 
 

@@ -562,24 +562,25 @@ class Mutator:
         return self.mutate(data1, max_out_size, seed)
 
     def splice(self, a: Node, b: Node) -> Optional[Node]:
-        """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``:
-        sites tried from a random one on until one has a donor that differs from it."""
+        """A subtree of ``a`` replaced by a subtree of the same nonterminal from ``b``
+        (a site drawn uniformly among those with a donor that differs from it: drawn
+        among the sites of a nonterminal ``b`` has, a site without one set aside)."""
         derived = self.index(b).derived
         donors = derived.get("donors")
         if donors is None:
             donors = derived["donors"] = {}
             for _, node in self.index(b).nodes:
                 donors.setdefault(node[0], []).append(node)
-        nodes = self.index(a).nodes
-        if not nodes:
-            return None
-        start = self.rng.below(len(nodes))
-        for k in range(len(nodes)):
-            path, node = nodes[(start + k) % len(nodes)]
-            options = [d for d in donors.get(node[0], ()) if d != node]
+        sites = [(p, node) for p, node in self.index(a).nodes if node[0] in donors]
+        while sites:
+            k = self.rng.below(len(sites))
+            path, node = sites[k]
+            options = [d for d in donors[node[0]] if d != node]
             if options:
                 new = options[self.rng.below(len(options))]
                 return self._replace(a, path, new) if self._fits_depth(a, path, new) else None
+            sites[k] = sites[-1]
+            sites.pop()
         return None
 
     def _splice_bytes(self, data1: bytes, data2: bytes, max_size: int) -> Node:
