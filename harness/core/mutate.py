@@ -246,8 +246,9 @@ class Mutator:
         self.repetitions = Repetitions.of(grammar)
         self.byte_mutate = byte_mutate
         self.counts: Counter = Counter()
-        # nonterminal -> {subtree: [its depth, once measured]}, oldest first.  Plain dicts: an OrderedDict
-        # hashes each key again when its items are read, and a subtree's hash is its size.
+        # nonterminal -> {subtree: [its depth, once measured]}, oldest first.  Plain
+        # dicts: an OrderedDict hashes each key again when its items are read, and a
+        # subtree's hash costs its size.
         self.pool: dict[int, dict[Node, list]] = {}
         self._pooled: set[int] = set()  # nonterminals with two or more pooled subtrees (only grows)
         self._decoded: OrderedDict[bytes, tuple[Node, bytes]] = OrderedDict()
@@ -293,7 +294,6 @@ class Mutator:
         each with a slot for its depth (measured when it is first placed: what the depth
         budget of a recursive grammar asks of it there).  Not all of them: keying the pool
         hashes each subtree whole."""
-
         nodes = self.index(tree).nodes
         stride = max(1, len(nodes) // POOL_PER_INPUT)
         for _, node in nodes[salt % stride::stride]:
@@ -450,7 +450,8 @@ class Mutator:
         i, j = self.rng.below(len(links)), self.rng.below(len(links) - 1)
         j += j >= i
         first, second = node_at(tree, links[i] + (0,)), node_at(tree, links[j] + (0,))
-        if not (self._fits_depth(tree, links[i] + (0,), second) and self._fits_depth(tree, links[j] + (0,), first)):
+        fits = self._fits_depth
+        if not (fits(tree, links[i] + (0,), second) and fits(tree, links[j] + (0,), first)):
             return None
         tree = replace_at(tree, links[i] + (0,), second)
         return replace_at(tree, links[j] + (0,), first)
