@@ -140,6 +140,7 @@ class CompiledGrammar:
     shallowest: list[int] = field(default_factory=list)
     count: list[int | None] = field(default_factory=list)
     width: list[int | None] = field(default_factory=list)
+    deepest: list[int | None] = field(default_factory=list)  # deepest tree's depth; None: recursive
     tables: list[Table | None] = field(default_factory=list)
     unique: list[Node | None] = field(default_factory=list)
     counters: tuple[str, ...] = ()
@@ -507,6 +508,26 @@ def _languages(g: CompiledGrammar) -> None:
                 count[n] = width[n] = None
                 changed = True
     g.count, g.width = count, width
+    g.deepest = _deepest(g)
+
+
+def _deepest(g: CompiledGrammar) -> list[int | None]:
+    """The depth of each finite nonterminal's deepest tree (None: recursive)."""
+    deepest: list[int | None] = [None] * len(g.names)
+    # finite nonterminals only reach finite ones: settle them by fixpoint
+    pending = [n for n in range(len(g.names)) if g.count[n] is not None]
+    while pending:
+        left = []
+        for n in pending:
+            kids = [k for alt in g.alts[n] for k in alt.kids]
+            if all(deepest[k] is not None for k in kids):
+                deepest[n] = 1 + max((deepest[k] for k in kids), default=0)  # type: ignore[type-var]
+            else:
+                left.append(n)
+        if len(left) == len(pending):
+            raise AssertionError("a finite nonterminal reaches a recursive one")
+        pending = left
+    return deepest
 
 
 def _tables(g: CompiledGrammar) -> None:
@@ -522,15 +543,6 @@ def _tables(g: CompiledGrammar) -> None:
             trees[n] = out
         return trees[n]
 
-    deepest: dict[int, int] = {}
-
-    def depth(n: int) -> int:
-        """The depth of the deepest tree of a finite language (from the grammar: cheaper
-        than measuring every tree of the table)."""
-        if n not in deepest:
-            deepest[n] = 1 + max((depth(k) for alt in g.alts[n] for k in alt.kids), default=0)
-        return deepest[n]
-
     g.tables = [None] * len(g.names)
     g.unique = [None] * len(g.names)
     # Smallest first, so that shared subtrees are built once.
@@ -543,7 +555,7 @@ def _tables(g: CompiledGrammar) -> None:
         cumulative = tuple(list(accumulate(p / total for _, p in entries))[:-1]) + (math.inf,)
         nodes = tuple(t for t, _ in entries)
         g.tables[n] = Table(nodes, cumulative, {t: i for i, t in enumerate(nodes)},
-                            {id(t): i for i, t in enumerate(nodes)}, depth(n))
+                            {id(t): i for i, t in enumerate(nodes)}, g.deepest[n])
         if c == 1:
             g.unique[n] = nodes[0]
 

@@ -155,20 +155,6 @@ def _chain_links(tree: Node, path: Path, n: int, recursive: int) -> list[Path]:
     return links
 
 
-def _deepest(grammar: CompiledGrammar) -> list[float]:
-    """Per nonterminal: the depth of its deepest tree (infinite when recursive)."""
-    out: list[float] = [math.inf] * len(grammar.names)
-    changed = True
-    while changed:  # finite ones settle bottom-up; recursive ones never do
-        changed = False
-        for n, alt_list in enumerate(grammar.alts):
-            if grammar.count[n] is not None and out[n] == math.inf:
-                value = 1 + max((out[k] for alt in alt_list for k in alt.kids), default=0)
-                if value != math.inf:
-                    out[n], changed = value, True
-    return out
-
-
 def _depth_at_most(node: Node, budget: int, deepest: list[float]) -> bool:
     """``depth(node) <= budget``, looking only as deep as the grammar leaves in doubt."""
     if deepest[node[0]] <= budget:
@@ -260,7 +246,8 @@ class Mutator:
         self.index = TreeIndex(grammar)
         self._edit: Optional[tuple[Node, Path, Node, Node]] = None  # the last single replacement
         self.bounded = grammar.max_bytes is None
-        self._deepest = _deepest(grammar)
+        # per nonterminal, its deepest tree's depth (infinite when recursive)
+        self._deepest = [math.inf if d is None else d for d in grammar.deepest]
 
     def use_libfuzzer(self, mutate: Optional[Callable[[bytes, int], bytes]]) -> None:
         """Make ``bytes`` call libFuzzer's ``atheris.Mutate`` (None: the pure-Python one).

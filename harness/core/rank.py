@@ -57,7 +57,7 @@ class Ranking:
         self.symbol = g.start if symbol is None else symbol
         if max_depth is not None and max_depth < 1:
             raise RankingError(f"a depth bound must be 1 or more, not {max_depth}")
-        deepest = _deepest(g)
+        deepest = g.deepest
         if max_depth is None:
             if deepest[self.symbol] is None:
                 cycle = next(n for n in range(len(g.names)) if deepest[n] is None and _on_cycle(g, n))
@@ -212,23 +212,6 @@ def ranking(grammar: CompiledGrammar, max_depth: int | None = None) -> Ranking:
     return grammar.derived(("ranking", max_depth), lambda: Ranking(grammar, max_depth))
 
 
-def _deepest(g: CompiledGrammar) -> list[int | None]:
-    """The depth of each finite nonterminal's deepest tree (None: recursive)."""
-    deepest: list[int | None] = [None] * len(g.names)
-    # finite nonterminals only reach finite ones: settle them by fixpoint
-    pending = [n for n in range(len(g.names)) if g.count[n] is not None]
-    while pending:
-        left = []
-        for n in pending:
-            kids = [k for kids in g.alt_kids[n] for k in kids]
-            if all(deepest[k] is not None for k in kids):
-                deepest[n] = 1 + max((deepest[k] for k in kids), default=0)  # type: ignore[type-var]
-            else:
-                left.append(n)
-        if len(left) == len(pending):
-            raise AssertionError("a finite nonterminal reaches a recursive one")
-        pending = left
-    return deepest
 
 
 def _on_cycle(g: CompiledGrammar, n: int) -> bool:
