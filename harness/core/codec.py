@@ -35,7 +35,7 @@ import threading
 from bisect import bisect_right
 
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.tree import decisions
+from harness.core.tree import decisions, kid_calls
 from harness.core.walk import walker
 
 
@@ -254,18 +254,8 @@ def _encoder(grammar: CompiledGrammar):
         for a, alt in enumerate(alts[n]):
             calls.append([leaf(k, i) if one_byte[k] else f"e{k}(kids[{i}])"
                           for i, k in enumerate(alt.kids) if unique[k] is None])
-        if any(calls):
-            body.append("    kids = node[2]")
-            if len(set(map(tuple, calls))) == 1:
-                body += [f"    {c}" for c in calls[0]]
-            else:
-                if len(alts[n]) == 1:
-                    body.append("    a = 0")
-                for a, cs in enumerate(calls):
-                    if cs:
-                        body.append(f"    {'if' if a == 0 else 'elif'} a == {a}: " + "; ".join(cs))
-                    else:
-                        body.append(f"    {'if' if a == 0 else 'elif'} a == {a}: pass")
+        if any(calls):  # a is bound above whenever the alternatives' calls differ
+            body += ["    kids = node[2]", *kid_calls(calls)]
         if width[n] is not None:  # padding: any value decodes the same
             body.append(f"    if len(out) < start + {width[n]}: out.extend(bytes(start + {width[n]} - len(out)))")
         lines += body or ["    pass"]
@@ -318,12 +308,7 @@ def _layout_builder(grammar: CompiledGrammar):
         calls = [[f"l{k}(kids[{i}], path + ({i},))" for i, k in enumerate(alt.kids) if unique[k] is None]
                  for alt in alts[n]]
         if any(calls):
-            lines.append("    kids = node[2]")
-            if len(set(map(tuple, calls))) == 1:
-                lines += [f"    {c}" for c in calls[0]]
-            else:
-                for a, cs in enumerate(calls):
-                    lines.append(f"    {'if' if a == 0 else 'elif'} a == {a}: " + ("; ".join(cs) or "pass"))
+            lines += ["    kids = node[2]", *kid_calls(calls)]
         if width[n] is not None:
             lines.append(f"    if len(out) < start + {width[n]}: out.extend(bytes(start + {width[n]} - len(out)))")
         lines.append("    spans[path] = placed[id(node)] = (start, len(out))")

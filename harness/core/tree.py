@@ -49,6 +49,19 @@ def choice_nodes(grammar: CompiledGrammar, tree: Node) -> list[tuple[Path, Node]
     return grammar.derived("choice-nodes", lambda: _compile_choice_nodes(grammar))(tree)
 
 
+def kid_calls(calls: list[list[str]], bind_alternative: bool = False, pad: str = "    ") -> list[str]:
+    """Generated source, for the passes compiled per grammar (the node lister here, the
+    encoder and layout builder of :mod:`harness.core.codec`): the calls ``calls[a]``
+    alternative ``a`` makes on its children, straight-line when every alternative makes
+    the same ones, else one branch per alternative on ``a`` (bound from ``node[1]``
+    first when ``bind_alternative``; else the caller's code has bound it)."""
+    if len(set(map(tuple, calls))) == 1:
+        return [pad + call for call in calls[0]]
+    return ([pad + "a = node[1]"] if bind_alternative else []) + [
+        f"{pad}{'if' if a == 0 else 'elif'} a == {a}: " + ("; ".join(cs) or "pass")
+        for a, cs in enumerate(calls)]
+
+
 def _compile_choice_nodes(grammar: CompiledGrammar):
     g = grammar
     lines: list[str] = []
@@ -59,13 +72,7 @@ def _compile_choice_nodes(grammar: CompiledGrammar):
                  for alt in g.alts[n]]
         lines += [f"def c{n}(node, path):", "    append((path, node))"]
         if any(calls):
-            lines.append("    kids = node[2]")
-            if len(set(map(tuple, calls))) == 1:
-                lines += [f"    {c}" for c in calls[0]]
-            else:
-                lines.append("    a = node[1]")
-                lines += [f"    {'if' if a == 0 else 'elif'} a == {a}: " + ("; ".join(cs) or "pass")
-                          for a, cs in enumerate(calls)]
+            lines += ["    kids = node[2]", *kid_calls(calls, bind_alternative=True)]
     lines += [
         "C = [" + ", ".join("None" if g.unique[n] is not None else f"c{n}" for n in range(len(g.names))) + "]",
         "def nodes(tree):",
