@@ -32,6 +32,7 @@ from pathlib import Path
 # this checkout\'s code, even where another checkout is the one installed (comparisons)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.campaign import seed_corpus  # noqa: E402
 from harness.run.persistent import DriverError, persistent_target  # noqa: E402
 from harness.run.runner import TargetNotFound, resolve_target  # noqa: E402
@@ -94,7 +95,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="loomfuzz-bench-persistent-") as tmp:
         work = Path(tmp)
         seeds = work / "seeds"
-        seed_corpus(seeds)
+        seed_corpus(seeds, default_grammar())
         rows = [campaign(work, seeds, seconds, args.seed, persistent) for persistent in (False, True)]
 
     header = f"{'mode':<11} {'executions':>10} {'exec/s':>8} {'in target':>10} {'outside':>8} " \
