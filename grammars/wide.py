@@ -13,12 +13,21 @@ The conventions C1-C23 are lifted where the preconditions allow:
   P17, P18);
 * region bodies are built from statements, not picked from a list:
   ``arith.constant`` (i32, and index 0-3 for P19), ``addi``, ``subi``,
-  ``muli``, ``andi``, ``ori``, ``xori``, ``llvm.freeze``, ``memref.load`` /
-  ``memref.store`` on a memory operand at an index constant of the region
-  (P19), calls to ``@helper_double`` / ``@extern_scale`` (P20, rare), nested
-  ``scf.if %c -> (i32)`` with both branches and ``scf.for`` with
-  ``iter_args`` over bounds defined in the region (P22), blocks nested up to
-  depth 3.
+  ``muli``, ``andi``, ``ori``, ``xori``, ``maxsi``/``minsi``/``maxui``/
+  ``minui``, ``llvm.freeze``, ``memref.load`` / ``memref.store`` on a memory
+  operand at an index constant of the region (P19), also as store-then-load
+  of the same or another index, calls to ``@helper_double`` /
+  ``@extern_scale`` (P20, rare), nested ``scf.if %c -> (i32)`` with both
+  branches and ``scf.for`` with ``iter_args`` over bounds defined in the
+  region (P22), blocks nested up to depth 4;
+* issue 23's vocabulary, each construct defined for every input by a guard in
+  the same statement (docs/explanation/defined-results.md): ``divsi``,
+  ``divui``, ``remsi``, ``remui``, ``ceildivsi``, ``floordivsi`` with guarded
+  divisors, ``shli``/``shrsi``/``shrui`` by masked amounts, ``cmpi`` (all ten
+  predicates; the i1 is a ``%c`` predicate, P23) feeding ``scf.if`` and
+  ``arith.select``, ``addi``/``subi``/``muli`` with overflow flags on
+  operands that cannot overflow, and ``scf.for`` loops from 0 or 1 to
+  ``index_cast`` of a masked i32 (0-7 trips) carrying one or two values.
 
 Operands are values defined earlier in scope, of the right type, by
 construction: the core's binder (``harness.core.scope``).  Block arguments,
@@ -29,17 +38,19 @@ type an operand needs is always in scope (the compiler checks it): a body
 without an ``i32`` operand starts with an ``i32`` constant, memory operations
 and loops bring the index constants they read, and statements that need an
 ``i1`` or a memref exist only in the bodies of regions that have one (the
-statement families below, one per (``%flag`` operand?, ``%mem`` operand?)).
+statement families below, one per (``%flag`` operand?, ``%mem`` operand?)); a
+``cmpi`` turns the rest of its statement list into the family with an i1.
 
 Value names are prefix + number in emission order (``%v`` i32 results,
 ``%x`` index constants, ``%s`` positive index constants usable as a step,
+``%n`` data-driven loop bounds (their own type: never a memory index),
 ``%a``/``%c``/``%m`` block arguments, ``%i`` induction variables, ``%k``
 loop-carried values), numbered per region (``local``: every region starts
 again at ``%a0``, as the spec's bodies all use ``%a``; MLIR lets sibling
 regions reuse names, and P24 asks uniqueness only of results and graph
-names).  The predicate block arguments are ``%c0``, ``%c1``, ...: P23's
-``%c``.  Thread and region numbering is as in the default profile (counters
-``T`` and ``R``; one ``R`` per region).
+names).  The predicate block arguments and ``cmpi`` results are ``%c0``,
+``%c1``, ...: P23's ``%c``.  Thread and region numbering is as in the default
+profile (counters ``T`` and ``R``; one ``R`` per region).
 """
 
 from __future__ import annotations
@@ -213,12 +224,11 @@ def _lines(*lines: str) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _guarded(guard: list[str], op: str, operands: str, kinds: list[str] | None = None) -> tuple[str, list[str]]:
-    """The guard's lines, then ``$n = arith.op OPERANDS : i32`` (n = the guard's count);
-    OPERANDS may name the guard's values; every value is an i32 unless ``kinds`` says."""
+def _guarded(guard: list[str], op: str, operands: str) -> tuple[str, list[str]]:
+    """The guard's lines, then ``$n = arith.op OPERANDS : i32`` (n = the guard's count),
+    OPERANDS naming the guard's values; and the statement's defines (all i32)."""
     n = len(guard)
-    defines = list(kinds) if kinds else [_I32] * n
-    return _lines(*guard, f"${n} = arith.{op} {operands} : i32"), defines + [_I32]
+    return _lines(*guard, f"${n} = arith.{op} {operands} : i32"), [_I32] * (n + 1)
 
 
 #: Divisors that are >= 1 (so neither 0 nor -1): safe for every division and remainder.
@@ -265,9 +275,8 @@ def _divisions() -> list:
         for name, guard in _POSITIVE.items():
             weight = 0.3 / 5 if name.startswith("=") else 0.7 / 3
             entries.append((*_guarded(guard, op, f"<i32>, ${len(guard) - 1}"), weight, f"{op}|{name}"))
-        extra = ({n: g for n, (g, _) in _SIGNED_PAIRS.items()} if signed else _NONZERO)
-        for name, guard in extra.items():
-            operands = _SIGNED_PAIRS[name][1] if signed else f"<i32>, ${len(guard) - 1}"
+        extra = _SIGNED_PAIRS if signed else {n: (g, f"<i32>, ${len(g) - 1}") for n, g in _NONZERO.items()}
+        for name, (guard, operands) in extra.items():
             entries.append((*_guarded(guard, op, operands), 1.0 / len(extra), f"{op}|{name}"))
     return _weighted(entries)
 
