@@ -328,17 +328,6 @@ def test_the_analysis_finds_a_guard_taken_away(wide, name, pattern, replace):
     assert all(problems_of(text) for text in broken), name
 
 
-def test_the_unflagged_oracle_rendering_only_leaves_out_the_flags(wide):
-    trees = [t for t in generate(wide, "fast", 21, 300)]
-    flagged = 0
-    for tree in trees:
-        oracle, unflagged = render(tree, wide, "oracle"), render(tree, wide, "oracle-unflagged")
-        flagged += "overflow<" in oracle
-        assert "overflow<" not in unflagged
-        assert re.sub(r" overflow<[a-z, ]+>", "", oracle) == unflagged
-    assert flagged >= 50
-
-
 def test_loom_opt_expects_ceil_and_floor_division_rejected_and_the_rest_published(wide):
     expectations = builtin_expectations("loom-opt")
     seen = Counter()
