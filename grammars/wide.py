@@ -64,7 +64,7 @@ from grammars.program_shape import mlir, opts
 START = "<start>"
 CONTRACT = "P1-P24"
 PROFILE = "wide"
-#: Deep enough for 8 threads x 6 sites and three levels of blocks; statement lists
+#: Deep enough for 8 threads x 6 sites and four levels of blocks; statement lists
 #: stop early only when they would pass it.
 MAX_DEPTH = 60
 
