@@ -16,7 +16,7 @@ import sys
 from harness import cli
 
 REGENERATE = "python -m harness.cli_reference > docs/reference/cli.md"
-WIDTH = 100  # usage lines are wrapped at a fixed width, whatever the terminal
+WIDTH = 80  # usage lines are wrapped at a fixed width, whatever the terminal
 
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:
