@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "FRAME_COUNT",
+    "run_key_of",
     "KINDS",
     "Signature",
     "clean_function",
@@ -97,15 +98,30 @@ class Signature:
     type: str = ""
     message: str = ""
     frames: tuple[str, ...] = ()
+    #: A bare crash's input (the first 12 hex digits of its SHA-256), which
+    #: keeps bare crashes of different inputs apart until their minimized
+    #: programs are compared (see :attr:`bare`); empty for everything else.
+    input: str = ""
 
     @property
-    def key(self) -> str:
+    def bare(self) -> bool:
+        """A crash with neither a message nor a frame (a bare signal or exit status):
+        it tells nothing about which bug it is."""
+        return self.kind == "crash" and not self.message and not self.frames
+
+    @property
+    def run_key(self) -> str:
+        """The key as one run of the target gives it (without ``input``)."""
         head = f"{self.kind}:{self.type}" if self.type else self.kind
         parts = [head]
         if self.message:
             parts.append(self.message)
         parts.extend(self.frames)
         return _SEP.join(parts)
+
+    @property
+    def key(self) -> str:
+        return self.run_key + (f"{_SEP}input {self.input}" if self.input else "")
 
     def __str__(self) -> str:
         return self.key
@@ -119,11 +135,23 @@ class Signature:
             "frames": list(self.frames),
         }
 
+    def for_input(self, sha256: str) -> "Signature":
+        """A bare crash's signature kept to its input (others are returned unchanged)."""
+        return Signature(self.kind, self.type, self.message, self.frames, sha256[:12]) if self.bare else self
+
     @classmethod
     def from_json(cls, d: dict | str) -> "Signature":
         if isinstance(d, str):
             d = json.loads(d)
         return cls(d["kind"], d.get("type", ""), d.get("message", ""), tuple(d.get("frames", ())))
+
+
+_INPUT_SUFFIX = re.compile(r" \| input [0-9a-f]{12}$")
+
+
+def run_key_of(key: str) -> str:
+    """The run key of a bucket's signature key (a bare crash's ``| input SHA`` dropped)."""
+    return _INPUT_SUFFIX.sub("", key)
 
 
 # ------------------------------------------------------------------ messages
