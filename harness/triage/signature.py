@@ -218,7 +218,7 @@ _SKIP = re.compile(
     r"|llvm::sys::RunInterruptHandlers|llvm::sys::Process::|PrintStackTraceSignalHandler"
     r"|SignalHandler|(?:\(anonymous namespace\)::)?SignalHandler|SignalHandlerTerminate"
     r"|llvm::report_fatal_error|llvm::report_bad_alloc_error|llvm::llvm_unreachable_internal"
-    r"|llvm::CrashRecoveryContext::|llvm::SmallVectorBase<[^>]*>::report_"
+    r"|llvm::CrashRecoveryContext::\w.*|llvm::SmallVectorBase<[^>]*>::report_\w+"
     r"|__restore_rt|_sigtramp|__kernel_rt_sigreturn"
     r"|abort|raise|gsignal|__pthread_kill_implementation|__pthread_kill_internal|pthread_kill"
     r"|__GI_\w+|__assert_fail|__assert_fail_base|__assert_perror_fail|__assert_rtn|_assert"
