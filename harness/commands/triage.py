@@ -144,8 +144,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     print(
         f"triage: {s.bugs} bug(s) in {s.buckets} bucket(s) ({s.new_buckets} new, "
         f"{s.buckets - s.bugs} folded as duplicates), {s.flaky} flaky input(s), "
-        f"{s.not_reproducing} input(s) not reproducing; {s.target_runs} target runs "
-        f"({s.runs_reproduce} to reproduce {s.reproduced} input(s))"
+        f"{s.not_reproducing} input(s) not reproducing; {s.target_runs} target runs in "
+        f"{s.processes} processes ({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
         + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
         file=sys.stderr,
     )

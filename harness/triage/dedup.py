@@ -11,7 +11,10 @@ kinds of links join buckets:
    Y's signature most often (its most frequent signature is Y's), or at all
    when it gave X's own signature on only some runs (X is flaky).
 2. **Same minimized program.**  Two buckets whose minimized programs are the
-   same text (how bare crashes, kept apart by input until then, are grouped).
+   same text, comment lines, blank lines and spacing aside: how bare crashes, kept apart by
+   input until then, are grouped.  (A bare crash of an input outside the
+   grammar is not minimized: it joins a bug only when its text is that bug's
+   minimized program, or through its evidence.)
 3. **Stack similarity.**  Same kind, crash type and message, the same crash
    point (first meaningful frame), and stacks (up to :data:`STACK_DEPTH`
    meaningful frames) whose similarity is at least :data:`SIMILARITY`: frames
@@ -58,7 +61,7 @@ def stack_similarity(first: Sequence[str], second: Sequence[str]) -> float:
     """CASR's stack similarity, in [0, 1] (1: the same stack).
 
     A longest-common-subsequence alignment of the two frame lists (innermost
-    first) in which a frame matched at positions i and j (from 1) adds
+    first) in which a frame matched at positions i and j (from 0, the crash point) adds
     ``exp(-r * max(i, j)) * exp(-a * |i - j|)``, normalised by the sum for a
     perfect match of the shorter stack, ``sum(exp(-r * k), k = 0 .. min - 1)``:
     frames near the crash point weigh most, and a frame matched at another depth
@@ -72,7 +75,7 @@ def stack_similarity(first: Sequence[str], second: Sequence[str]) -> float:
         current = [0.0] * (cols + 1)
         for j in range(1, cols + 1):
             if first[i - 1] == second[j - 1]:
-                current[j] = previous[j - 1] + math.exp(-_POSITION * max(i, j)) * math.exp(-_OFFSET * abs(i - j))
+                current[j] = previous[j - 1] + math.exp(-_POSITION * max(i - 1, j - 1)) * math.exp(-_OFFSET * abs(i - j))
             else:
                 current[j] = max(current[j - 1], previous[j])
         previous = current
@@ -126,6 +129,12 @@ def facts_of(row: Mapping, stderr: str | None) -> BucketFacts:
     )
 
 
+def _program_key(text: str) -> str:
+    """A program's text without comment lines, blank lines and differences in spacing."""
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
 def _links(buckets: Sequence[BucketFacts]) -> list[tuple[int, int, str]]:
     by_run_key = {b.run_key: b for b in buckets if not b.bare}
     links = []
@@ -146,7 +155,7 @@ def _links(buckets: Sequence[BucketFacts]) -> list[tuple[int, int, str]]:
     for b in buckets:
         if b.minimized_text is None:
             continue
-        first = by_text.setdefault(b.minimized_text, b.id)
+        first = by_text.setdefault(_program_key(b.minimized_text), b.id)
         if first != b.id:
             links.append((b.id, first, f"buckets {first} and {b.id} have the same minimized program"))
     for k, x in enumerate(buckets):

@@ -671,6 +671,8 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             runs = max(config.repeat, VERIFY_FLAKY if bucket["reproduction"] != "always" else VERIFY_RUNS)
             _, _, counts = _verify(runner, bucket["minimized_text"], bucket["signature"], runs)
             db.save_evidence(bucket["id"], counts)
+        if config.progress:
+            log("triage: looking for duplicates among the buckets")
         _deduplicate(db)
 
         if config.text_reduce:
@@ -700,6 +702,8 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         db.finish_run(run_id)
         report_dir = None
         if config.out_dir:
+            if config.progress:
+                log(f"triage: writing the reports to {config.out_dir}")
             write_reports(db, config.out_dir, run_id=run_id)
             report_dir = config.out_dir
         counts = db.counts()
