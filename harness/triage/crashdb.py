@@ -6,7 +6,9 @@ triage runs.  Writes happen in short transactions from one thread, so a run
 killed at any moment (SIGKILL included) loses nothing already committed, and
 the next run on the same database skips what is recorded and completes it.
 
-Schema (version 1)::
+Schema (version 3; a database of version 1 or 2 gains the newer columns, NULL,
+in one transaction when it is opened, and its minimized buckets are verified
+again by the next triage run to get their evidence)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)
         application = "loom-fuzz-triage", schema_version = "1", created,
@@ -30,7 +32,9 @@ Schema (version 1)::
             minimized_returncode, minimized_hits, minimized_attempts,
             min_runs, min_evaluations,
             min_seconds, min_steps TEXT (JSON), text_reduced,
-            text_reduced_lines, text_runs, note)
+            text_reduced_lines, text_runs, note, profile, minimized_contract,
+            verify_counts TEXT (JSON), duplicate_of (bucket id),
+            duplicate_reason, duplicate_by)
         status: new (first seen in its first_run) | known (seen again in a
         later run) | fixed (marked by hand) | regressed (a new input reached
         a bucket marked fixed).  count = number of members.
@@ -39,16 +43,23 @@ Schema (version 1)::
         every verification run of the minimized program (minimized_hits of
         minimized_attempts) gave the signature.
         minimized_* is NULL until the bucket has been minimized.
+        verify_counts: {signature run key: runs, "": runs without a finding}
+        over the verification runs of the minimized program (the evidence of
+        harness.triage.dedup).  duplicate_of: the bucket of the same bug this
+        one is folded under (NULL: a bug of its own); duplicate_by: auto
+        (recomputed by every triage run) | user (`triage mark`: kept).
 
     members(id INTEGER PRIMARY KEY, sha256 TEXT UNIQUE, bucket_id
             REFERENCES buckets (NULL: did not reproduce), form, tree, data BLOB,
             text, lines, sites, not_in_shape, reproduction, hits, attempts,
-            outcome, reason, stderr, first_path, run_id, recorded)
+            outcome, reason, stderr, first_path, run_id, recorded, profile,
+            contract, signatures TEXT (JSON))
         sha256 identifies the program: of its canonical rendering when it is
         in the shape (so a fuzz input's bytes and its .mlir sidecar are one
         member), of the text as given otherwise.  form: tree | text.
         reproduction: always | sometimes | never; hits of attempts runs gave
-        the bucket's signature.
+        the bucket's signature; signatures: {run key: runs, "": runs without
+        a finding} over its attempts.
 
     files(path TEXT, sha256 TEXT (of the file's bytes), member_id, run_id,
           PRIMARY KEY (path, sha256))

@@ -26,25 +26,50 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    any copy are one member), the text as given otherwise.  Inputs already
    in the database are not run again: they are only recorded as seen.
 
-3. **Reproduce** (:func:`reproduce`) each new program ``repeat`` times on
-   the target (the runner's ``run_program`` + ``judge``, the same target as
-   ``fuzz``), in ``jobs`` threads.  Each run that is a finding gets a
-   signature (:mod:`harness.triage.signature`); the most frequent one names the
-   input's bucket; ``always`` / ``sometimes`` (flaky) / ``never`` (no
-   finding: not reproducing, kept in the database without a bucket).
-   Results are committed one input per transaction, in input order, from
-   the main thread.
+3. **Reproduce** each new program on the target (the runner's
+   ``run_program`` + ``judge``, the same target as ``fuzz``) through one
+   :class:`harness.triage.runs.TriageRunner` (which counts every target run),
+   window by window (:data:`WINDOW` inputs):
+
+   * every input runs once, in ``jobs`` threads, batched where the target
+     takes ``--split-input-file`` (findings always re-run alone);
+   * an input without a finding runs ``repeat - 1`` more times (batched too):
+     a flaky finding shows on some runs only;
+   * then, in input order: an input whose crash is *bare* (neither a message
+     nor a frame) runs again until a run shows one, at most
+     ``max(BARE_RUNS, repeat)`` runs, and keeps its bare signature tied to its
+     own program when none came (:meth:`Signature.for_input`); an input whose
+     signature is a bucket's that always reproduced is done (:func:`extra_runs`);
+     any other (new or flaky signature) runs ``repeat - 1`` more times.
+
+   Each run that is a finding gets a signature (:mod:`harness.triage.signature`);
+   the most frequent one (a bare one only when nothing else came:
+   :func:`majority`) names the input's bucket; ``always`` / ``sometimes``
+   (flaky) / ``never`` (no finding: not reproducing, kept in the database
+   without a bucket); the runs per signature are kept with the input.
+   Results are committed one input per transaction, in input order, from the
+   main thread; what an input needs depends only on the inputs before it, so
+   a resumed run makes the same decisions.
 
 4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
    is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
-   retries a candidate until it is confident it does not reproduce.  With
-   ``text_reduce``, the minimized text is then reduced line by line (ddmin)
-   under "same signature" as an extra.
+   retries a candidate until it is confident it does not reproduce.  The
+   minimized program then runs ``max(repeat, VERIFY_RUNS)`` times
+   (``VERIFY_FLAKY`` for a flaky bucket): how often each signature came is the
+   bucket's *evidence*.  With ``text_reduce``, the minimized text is then
+   reduced line by line (ddmin) under "same signature" as an extra.
 
-5. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
-   ``report.md`` and ``report.json``.
+5. **Deduplicate** (:mod:`harness.triage.dedup`): buckets that are one bug
+   (by their evidence, the same minimized program, or similar stacks with the
+   same crash point) are folded under one of them.
+
+6. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
+   ``report.md``, ``report.json`` and ``report.html``.
+
+Progress (:mod:`harness.triage.progress`): a bar on a terminal, else a line
+every few seconds (inputs done, buckets, target runs, time left).
 
 Killed at any point, the next triage on the same database resumes the
 unfinished run (same run id): recorded inputs are skipped, unminimized
@@ -282,7 +307,8 @@ def majority(runs: Sequence[Run]) -> Reproduction:
 def extra_runs(first: Run, db: TriageDB, repeat: int) -> int:
     """Runs an input needs after its first: none when it gave the signature of a bucket
     that always reproduced; ``repeat - 1`` when it is new, flaky or gave no finding.
-    (A bare crash is re-run apart: see :func:`_reproduce`.)"""
+    (A bare crash is re-run apart: see :func:`_reproduce`; the runs of inputs without a
+    finding are made together, batched where the target allows.)"""
     if first.signature is not None:
         bucket = db.bucket_by_signature(first.signature.key)
         if bucket is not None and bucket["reproduction"] == "always":
@@ -505,9 +531,18 @@ def _minimize_job(job: _MinimizeJob, runner: TriageRunner, max_evaluations: int,
     )
 
 
-def _reproduce(inp: Input, text: str, first: Run, runner: TriageRunner, pool: ThreadPoolExecutor,
+def _first_runs(runner: TriageRunner, pool: ThreadPoolExecutor, texts: list[str], jobs: int) -> list[Run]:
+    """One run of each text, in ``jobs`` parallel shares (each batched where the target allows)."""
+    if not texts:
+        return []
+    share = math.ceil(len(texts) / jobs)
+    slices = [texts[k:k + share] for k in range(0, len(texts), share)]
+    return [run for runs in pool.map(runner.first_runs, slices) for run in runs]
+
+
+def _reproduce(text: str, first: Run, runner: TriageRunner, pool: ThreadPoolExecutor,
                db: TriageDB, repeat: int) -> Reproduction:
-    """An input's reproduction from its first run and the runs it needs after it."""
+    """A finding's reproduction from its first run and the runs it needs after it."""
     runs = [first]
     if first.signature is not None and first.signature.bare:
         # a bare crash tells nothing: run again until a run shows a message or frames
@@ -583,13 +618,19 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             for window_start in range(0, len(todo), WINDOW):
                 window = todo[window_start:window_start + WINDOW]
                 texts = [inp.target_text(target) for inp in window]
-                share = math.ceil(len(texts) / jobs)
-                firsts = [run for runs in pool.map(runner.first_runs, [texts[k:k + share] for k in
-                                                                        range(0, len(texts), share)])
-                          for run in runs]
+                firsts = _first_runs(runner, pool, texts, jobs)
+                # an input without a finding is run again whatever came before it: all at once
+                quiet = [k for k, run in enumerate(firsts) if run.signature is None]
+                again = _first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
+                                    jobs)
+                more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
+                        for n, k in enumerate(quiet)}
                 # in input order: what an input needs depends on the inputs recorded before it
-                for inp, text, first in zip(window, texts, firsts):
-                    rep = _reproduce(inp, text, first, runner, pool, db, config.repeat)
+                for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
+                    if k in more:
+                        rep = majority([first, *more[k]])
+                    else:
+                        rep = _reproduce(text, first, runner, pool, db, config.repeat)
                     signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
                     record = MemberRecord(
                         sha256=inp.sha,

@@ -18,6 +18,12 @@ Examples::
     unexpected-rejection | error: 'loom.spatial_region' op operation 'llvm.call' is not a registered canonical Dataflow actor or a supported graph-lowering operation
     wrong-output | one-graph-per-region: no dataflow.graph for @graph_N
 
+A *bare* crash (neither a message nor a frame: a signal or exit status alone)
+says nothing of the bug; triage re-runs it, and when it stays bare its
+bucket's key ends in ``| input SHA12`` (its program's SHA-256, 12 digits), so
+bare crashes of different programs stay apart until their minimized programs
+are compared (:mod:`harness.triage.dedup`).
+
 Kinds: ``crash``, ``timeout``, ``oom`` (the runner's failure kinds) and, for
 outcomes the target's expectations did not allow, ``unexpected-rejection``,
 ``unexpected-acceptance``, ``wrong-diagnostic`` (expected rejection, other
