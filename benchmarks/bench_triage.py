@@ -204,7 +204,11 @@ def triage_cli(tree: Path, out: Path, inputs: Path, target_args: list[str], env:
         sys.exit(f"bench_triage: triage in {tree} failed:\n{proc.stderr}")
     import json
 
-    return {"seconds": seconds, "report": json.loads((out / "report.json").read_text())}
+    import re
+
+    runs = re.search(r"(\d+) target runs in", proc.stderr)  # loom-fuzz since issue 27 counts them
+    return {"seconds": seconds, "report": json.loads((out / "report.json").read_text()),
+            "runs": int(runs.group(1)) if runs else None}
 
 
 def compare_cli(work: Path, fake: str, args) -> None:
@@ -238,8 +242,6 @@ def compare_cli(work: Path, fake: str, args) -> None:
     trees = [("after", ROOT)] + ([("before", Path(args.baseline).resolve())] if args.baseline else [])
     rows = []
     for name, inputs, kind, target_args, real_bugs in sets:
-        count_inputs = sum(1 for p in inputs.rglob("*") if p.is_file() and (p.suffix == ".mlir" or p.name.startswith("crash-"))
-                           and not (p.suffix == ".mlir" and p.with_suffix("").name.startswith("crash-")))
         for label, tree in trees:
             wrapper, count = counting_wrapper(work, f"{name.replace(' ', '-')}-{label}",
                                               fake if kind == "fake" else mlir)
@@ -252,11 +254,12 @@ def compare_cli(work: Path, fake: str, args) -> None:
             members = report["totals"]["members"]
             buckets = len(report["buckets"])
             bugs = sum(1 for b in report["buckets"] if b.get("duplicate_of") is None)
-            rows.append([name, label, members, processes, round(processes / members, 2),
+            runs = result["runs"] if result["runs"] is not None else processes  # before: one run, one process
+            rows.append([name, label, members, round(runs / members, 2), processes, round(processes / members, 2),
                          round(1000 * result["seconds"] / members, 1), buckets, bugs,
                          round(bugs / real_bugs, 2) if real_bugs else "-"])
     print(f"loomfuzz triage as a user runs it (--jobs {args.jobs}; target processes counted by a wrapper):")
-    print(table(rows, ["findings", "code", "inputs", "processes", "processes/input", "ms/input (wall)",
+    print(table(rows, ["findings", "code", "inputs", "runs/input", "processes", "processes/input", "ms/input (wall)",
                        "buckets", "bugs", "bugs reported/real bug"]))
     print("(bugs: entries of the report, a bucket with its duplicates folded under it; before issue 27 "
           "every bucket was one)")
