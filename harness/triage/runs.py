@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from harness.run.batch import BatchSizer, run_batch
-from harness.run.runner import Outcome, Target, judge, run_program
+from harness.run.runner import Outcome, Target, Verdict, judge, run_program
 from harness.triage.signature import Signature, signature_of
 
 __all__ = ["FIRST_BATCH", "Run", "TriageRunner"]
@@ -64,15 +64,16 @@ class TriageRunner:
             self.runs += runs
             self.processes += processes
 
-    def _run(self, outcome: Outcome, text: str) -> Run:
-        verdict = judge(self.target, text, outcome)
+    @staticmethod
+    def _run(outcome: Outcome, verdict: Verdict) -> Run:
         return Run(outcome, signature_of(verdict), verdict.kind or outcome.kind.value, verdict.why)
 
     def outcomes(self, text: str, k: int = 1) -> list[Run]:
         """Run ``text`` ``k`` times, one process each."""
         result = []
         for _ in range(k):
-            result.append(self._run(run_program(self.target, text), text))
+            outcome = run_program(self.target, text)
+            result.append(self._run(outcome, judge(self.target, text, outcome)))
             self._count(1, 1)
         return result
 
@@ -80,19 +81,22 @@ class TriageRunner:
         """One run of each of ``texts`` (in their order), batched where the target allows."""
         if not self.batch or len(texts) < 2:
             return [self.outcomes(text)[0] for text in texts]
-        if self._sizer is None:
-            self._sizer = BatchSizer(self.target.timeout)
-            self._sizer.size = FIRST_BATCH
+        with self._lock:  # one sizer learns from every thread's batches
+            if self._sizer is None:
+                self._sizer = BatchSizer(self.target.timeout)
+                self._sizer.size = FIRST_BATCH
+            sizer = self._sizer
         results: list[Run] = []
         position = 0
         while position < len(texts):
-            chunk = list(texts[position:position + self._sizer.size])
-            report = run_batch(self.target, chunk, self._sizer.batch_timeout)
-            self._sizer.record(report, len(chunk))
+            with self._lock:
+                size, limit = sizer.size, sizer.batch_timeout
+            chunk = list(texts[position:position + size])
+            report = run_batch(self.target, chunk, limit)
+            with self._lock:
+                sizer.record(report, len(chunk))
             # programs in a clean batch ran once each; the others ran alone
             self._count(report.clean_programs + report.alone, report.processes)
-            for text, result in zip(chunk, report.results):
-                results.append(Run(result.outcome, signature_of(result.verdict),
-                                   result.verdict.kind or result.outcome.kind.value, result.verdict.why))
+            results.extend(self._run(result.outcome, result.verdict) for result in report.results)
             position += len(chunk)
         return results
