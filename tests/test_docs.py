@@ -116,3 +116,9 @@ def test_write_a_grammar_example_is_the_file_and_verifies(tmp_path, mlir_opt):
                               input=programs.stdout, capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0, verified.stderr
     assert (tmp_path / "out.mlir").read_text().count("func.func @f0(") == 300
+
+
+def test_tests_readme_lists_every_test_file():
+    rows = set(re.findall(r"^\| `(test_\w+\.py)` \|", (REPO / "tests" / "README.md").read_text(), re.M))
+    files = {path.name for path in (REPO / "tests").glob("test_*.py")}
+    assert rows == files, f"tests/README.md: add {sorted(files - rows)}, remove {sorted(rows - files)}"
