@@ -2,7 +2,8 @@
 link, a missing anchor or a page left out of the navigation fails it), the
 command-line reference is the parsers' own, the README stays a front page whose
 set-up commands are the ones CI runs, and the how-to's example grammar is the
-file it shows and makes programs upstream MLIR verifies."""
+file it shows and makes programs upstream MLIR verifies; tests/README.md lists
+every test file."""
 
 from __future__ import annotations
 
