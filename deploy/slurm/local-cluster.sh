@@ -116,7 +116,7 @@ start() {
   read -r ctld_port slurmd_port < <(free_ports 2)
   rm -rf "$dir/state" "$dir/spool" "$dir/munge"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/munge"
-  # munged refuses a socket folder that others can write; clients must reach the socket
+  # munged refuses a socket folder that others can write, and clients must reach the socket
   chmod 0755 "$dir" "$dir/munge"
   [ -s "$dir/munge.key" ] || mungekey --create --keyfile="$dir/munge.key" >/dev/null
   chmod 0600 "$dir/munge.key"
@@ -159,7 +159,9 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 
-  munged --key-file="$dir/munge.key" --socket="$dir/munge/munge.socket.2" \
+  # --force: munged wants every folder above its socket open to all (a pytest or mktemp
+  # folder is 0700); the calling user's own clients reach it all the same
+  munged --force --key-file="$dir/munge.key" --socket="$dir/munge/munge.socket.2" \
     --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge.seed" \
     || fail munged "$dir/log/munged.log"
   SLURM_CONF="$dir/slurm.conf" slurmctld -f "$dir/slurm.conf" -i >/dev/null 2>>"$dir/log/slurmctld.log" \
