@@ -7,7 +7,7 @@
 # SBATCH_OPTIONs go to the array (e.g. --array=0-3: SHARDS follows it);
 # TARGET_OPTIONs to the array and to the triage (--loom-opt, --target,
 # --pass-args, --timeout, --profile ...); TASK_OPTIONs to the array only
-# (a sweep's --start/--count, a campaign's --time).  Prints the job ids:
+# (a sweep's --start/--count).  Prints the job ids:
 #   array=JOB triage=JOB
 set -euo pipefail
 
@@ -27,14 +27,13 @@ while (($#)) && [ "$1" != -- ]; do target_options+=("$1"); shift; done
 (($#)) && shift
 task_options=("$@")
 
-# --array=0-(N-1) sets the number of shards of a sweep
-export_option=()
+# --array=0-(N-1) sets the number of shards of a sweep (sbatch passes the environment on)
 for option in "${sbatch_options[@]}"; do
   if [[ $option =~ ^--array=0-([0-9]+)$ ]]; then
-    export_option=("--export=ALL,SHARDS=$((BASH_REMATCH[1] + 1))")
+    export SHARDS=$((BASH_REMATCH[1] + 1))
   fi
 done
-array=$(sbatch --parsable "${sbatch_options[@]}" "${export_option[@]}" "$here/$kind.sbatch" \
+array=$(sbatch --parsable "${sbatch_options[@]}" "$here/$kind.sbatch" \
   "${target_options[@]}" "${task_options[@]}")
 array=${array%%;*}  # --parsable prints JOB or JOB;CLUSTER
 triage=$(sbatch --parsable --dependency="afterany:$array" "$here/triage.sbatch" "$kind" "${target_options[@]}")

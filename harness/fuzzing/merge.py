@@ -42,14 +42,15 @@ class ShardSummary:
     programs: int = 0  # sweep: indices in its range(s)
     done: int = 0  # sweep: indices journaled as run
     outcomes: Counter = field(default_factory=Counter)  # sweep: outcome kind -> programs
-    executions: int = 0  # campaign: the last row of stats.csv
-    corpus: int = 0
+    runs: int = 0  # campaign: runs of `loomfuzz fuzz` (stats.csv and the earlier stats-<start>.csv)
+    executions: int = 0  # campaign: over all its runs (the last row of each series)
+    corpus: int = 0  # campaign: the largest corpus a run ended with
     elapsed_s: float = 0.0
     findings: int = 0  # finding files in the folder (programs, not distinct over shards)
 
     def to_json(self) -> dict:
         return {"folder": self.folder, "kind": self.kind, "programs": self.programs, "done": self.done,
-                "outcomes": dict(self.outcomes), "executions": self.executions, "corpus": self.corpus,
+                "outcomes": dict(self.outcomes), "runs": self.runs, "executions": self.executions, "corpus": self.corpus,
                 "elapsed_s": self.elapsed_s, "findings": self.findings}
 
 
@@ -92,9 +93,9 @@ def merge_shards(folders: Iterable[Path | str]) -> MergedSummary:
         if not folder.is_dir():
             raise MergeError(f"{folder}: not a folder")
         journals = sorted(folder.glob("sweep-*.jsonl"))
-        stats = folder / STATS_FILE
+        series = _series_files(folder)
         files = _finding_files(folder)
-        if not journals and not stats.exists() and not files:
+        if not journals and not series and not files:
             raise MergeError(f"{folder}: not a shard folder (no sweep journal sweep-*.jsonl, no "
                              f"{STATS_FILE}, no findings)")
         shard = ShardSummary(str(folder), "sweep" if journals else "campaign")
@@ -108,16 +109,17 @@ def merge_shards(folders: Iterable[Path | str]) -> MergedSummary:
             entry = ranges.setdefault(key, [[], []])
             entry[0].append((lo, hi))
             entry[1].extend(journal.done)
-        if stats.exists():
+        for path in series:  # one file per run of `loomfuzz fuzz` in this folder
             try:
-                rows = read_series(stats)
+                rows = read_series(path)
             except SeriesError as error:
                 raise MergeError(str(error)) from None
             if rows:
                 last = rows[-1]
-                shard.executions = int(last.get("executions") or 0)
-                shard.corpus = int(last.get("corpus") or 0)
-                shard.elapsed_s = float(last.get("elapsed_s") or 0.0)
+                shard.runs += 1
+                shard.executions += int(last.get("executions") or 0)
+                shard.corpus = max(shard.corpus, int(last.get("corpus") or 0))
+                shard.elapsed_s += float(last.get("elapsed_s") or 0.0)
         for program, record in files:
             shard.findings += 1
             text = program.read_bytes()
@@ -150,6 +152,12 @@ def _open_journal(path: Path) -> SweepJournal:
         return SweepJournal.open(path.parent, identity)
     except JournalError as error:
         raise MergeError(str(error)) from None
+
+
+def _series_files(folder: Path) -> list[Path]:
+    """``stats.csv`` and the series of earlier runs (``stats-<start>.csv``), not the workers' files."""
+    return sorted(p for p in folder.glob("stats*.csv")
+                  if p.name == STATS_FILE or (p.name.startswith("stats-") and not p.name.startswith("stats-workers")))
 
 
 def _finding_files(folder: Path) -> list[tuple[Path, dict]]:
@@ -189,7 +197,8 @@ def format_merged(summary: MergedSummary, shown: int = 20) -> str:
             outcomes = ", ".join(f"{k} {n:,}" for k, n in sorted(s.outcomes.items())) or "-"
             lines.append(f"| {s.folder} | sweep | {done} | - | {outcomes} | {s.findings:,} |")
         else:
-            lines.append(f"| {s.folder} | campaign | {s.executions:,} | {s.corpus:,} | - | {s.findings:,} |")
+            lines.append(f"| {s.folder} | campaign | {s.executions:,} in {s.runs} run(s) | {s.corpus:,} | - "
+                         f"| {s.findings:,} |")
     total = summary.outcomes
     if total:
         lines += ["", "outcomes: " + ", ".join(f"{k} {n:,}" for k, n in sorted(total.items()))]
