@@ -213,7 +213,7 @@ def test_campaign_array_shares_its_corpus_and_triages_once(cluster, fake_loom_op
     corpus.mkdir(parents=True)
     (corpus / "start").write_bytes(b"\0")
     out = cluster.run([SLURM / "submit.sh", "campaign", "--array=0-1", "--cpus-per-task=1", "--mem=2G", "--",
-                       "--loom-opt", fake_loom_opt, *TARGET, "--stats-interval", "1"], tmp_path,
+                       "--loom-opt", fake_loom_opt, *TARGET, "--", "--stats-interval", "1"], tmp_path,
                       CAMPAIGN_SECONDS=str(CAMPAIGN_SECONDS)).stdout
     ids = dict(w.split("=") for w in out.split())
     cluster.wait(ids["array"], ids["triage"], seconds=CAMPAIGN_SECONDS + 60)

@@ -155,16 +155,18 @@ def _open_journal(path: Path) -> SweepJournal:
 
 
 def _series_files(folder: Path) -> list[Path]:
-    """``stats.csv`` and the series of earlier runs (``stats-<start>.csv``), not the workers' files."""
-    return sorted(p for p in folder.glob("stats*.csv")
+    """Every ``stats.csv`` under ``folder`` (a campaign shard may hold one folder per run of
+    ``loomfuzz fuzz``) and the series of earlier runs (``stats-<start>.csv``), not the
+    workers' files."""
+    return sorted(p for p in folder.rglob("stats*.csv")
                   if p.name == STATS_FILE or (p.name.startswith("stats-") and not p.name.startswith("stats-workers")))
 
 
 def _finding_files(folder: Path) -> list[tuple[Path, dict]]:
-    """``NAME.mlir`` with its ``NAME.json`` outcome record, for every finding in ``folder``
+    """``NAME.mlir`` with its ``NAME.json`` outcome record, for every finding under ``folder``
     (hidden and ``.partial`` files are skipped: a writer may have died)."""
     found = []
-    for sidecar in sorted(folder.glob("*.json")):
+    for sidecar in sorted(folder.rglob("*.json")):
         program = sidecar.with_suffix(".mlir")
         if sidecar.name.startswith(".") or not program.exists():
             continue
