@@ -165,38 +165,53 @@ def test_sweep_array_and_its_triage_find_what_one_process_finds(cluster, referen
     assert (tmp_path / "sweep" / "merged" / "triage" / "report.md").exists()
 
 
-def test_cancelled_task_resubmitted_resumes_and_leaves_nothing_behind(cluster, reference, fake_loom_opt,
+def _journal_lines(folder: Path) -> int:
+    journals = list(folder.glob("sweep-*.jsonl"))
+    return len(journals[0].read_text().splitlines()) if journals else 0
+
+
+def _resumed(log: str) -> int:
+    """How many programs the summary at the end of a task's log says were done before."""
+    return int(log.split(" run now, ")[1].split(" done before")[0].replace(",", ""))
+
+
+def test_cancelled_and_requeued_tasks_resume_and_leave_nothing_behind(cluster, reference, fake_loom_opt,
                                                                       tmp_path):
-    # small batches: the task is cancelled between journal lines, many times a second
+    # small batches: the tasks are stopped between journal lines, many times a second
     submit = ["sbatch", "--parsable", "--array=0-3", "--export=ALL,SHARDS=4", *_sweep_args(fake_loom_opt),
               "--batch-size", "4"]
     array = cluster.run(submit, tmp_path).stdout.strip()
-    journal_folder = tmp_path / "sweep" / "shard-1"
+    shards = [tmp_path / "sweep" / f"shard-{k}" for k in range(4)]
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        journals = list(journal_folder.glob("sweep-*.jsonl"))
-        if journals and len(journals[0].read_text().splitlines()) >= 6:
-            break
+    # tasks 0 and 1 run first (one CPU each on a 2-CPU node)
+    while min(_journal_lines(shards[0]), _journal_lines(shards[1])) < 6:
+        if time.monotonic() > deadline:
+            pytest.fail("tasks 0 and 1 journaled no batch within 60 s")
         time.sleep(0.05)
-    else:
-        pytest.fail("task 1 journaled no batch within 60 s")
-    (task,) = cluster.jobs(f"{array}_1")
-    assert task["JobState"] == "RUNNING"
-    cluster.run(["scancel", f"{array}_1"], tmp_path)
-    cluster.wait(f"{array}_1", seconds=30)
-    assert cluster.jobs(f"{array}_1")[0]["JobState"] == "CANCELLED"
+    (cancelled,) = cluster.jobs(f"{array}_0")
+    (requeued,) = cluster.jobs(f"{array}_1")
+    assert cancelled["JobState"] == requeued["JobState"] == "RUNNING"
+    cluster.run(["scancel", f"{array}_0"], tmp_path)
+    cluster.run(["scontrol", "requeue", f"{array}_1"], tmp_path)
+    # Slurm holds a requeued job back for about 2 minutes once it is pending again: start it now
+    while cluster.jobs(f"{array}_1")[0]["JobState"] != "PENDING":
+        if time.monotonic() > deadline:
+            pytest.fail("the requeued task is not pending again")
+        time.sleep(0.1)
+    cluster.run(["scontrol", "update", f"JobId={array}_1", "StartTime=now"], tmp_path)
+    cluster.wait(f"{array}_0", seconds=30)
+    assert cluster.jobs(f"{array}_0")[0]["JobState"] == "CANCELLED"
     # every process of the task (loomfuzz, its reaper, the targets) has the task's job id
-    assert _wait_until_gone(f"SLURM_JOB_ID={task['JobId']}\0") == []
-    done_at_cancel = sum(1 for _ in journals[0].read_text().splitlines()) - 1
-    assert 0 < done_at_cancel
+    assert _wait_until_gone(f"SLURM_JOB_ID={cancelled['JobId']}\0") == []
+    assert 1 < _journal_lines(shards[0]) < 1000 // 4
 
-    again = cluster.run(["sbatch", "--parsable", "--array=1", "--export=ALL,SHARDS=4",
+    again = cluster.run(["sbatch", "--parsable", "--array=0", "--export=ALL,SHARDS=4",
                          *_sweep_args(fake_loom_opt)], tmp_path).stdout.strip()
     cluster.wait(array, again)
-    log = (tmp_path / f"sweep-{again}_1.log").read_text()
-    resumed = int(log.split(" run now, ")[1].split(" done before")[0].replace(",", ""))
-    assert 0 < resumed < 1000, log
-    got = _read_shards([tmp_path / "sweep" / f"shard-{k}" for k in range(4)])
+    assert cluster.jobs(f"{array}_1")[0]["Restarts"] == "1"
+    for log in (tmp_path / f"sweep-{again}_0.log", tmp_path / f"sweep-{array}_1.log"):
+        assert 0 < _resumed(log.read_text()) < 1000, log.read_text()
+    got = _read_shards(shards)
     assert got["names"] == reference["names"]
     assert got["outcomes"] == reference["outcomes"]  # each index journaled exactly once
 

@@ -39,11 +39,21 @@ alive() {
 
 daemons=(slurmd slurmctld munged)  # stop order
 
-# Stop the daemons whose pid files are in $dir: TERM, then KILL after 5 s.
+# Stop the cluster in $dir: cancel its jobs (their steps would outlive the
+# daemons), shut the daemons down (TERM, then KILL after 5 s), and kill any job
+# step (slurmstepd) of this cluster still there.
 stop_all() {
-  local name pid n
-  if [ -f "$dir/slurm.conf" ] && alive "$dir/slurmctld.pid" >/dev/null; then
-    SLURM_CONF="$dir/slurm.conf" timeout 5 scontrol shutdown >/dev/null 2>&1 || true
+  local name pid n conf="$dir/slurm.conf"
+  if [ -f "$conf" ] && alive "$dir/slurmctld.pid" >/dev/null; then
+    if [ -n "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]; then
+      SLURM_CONF=$conf scancel --quiet --full --user="$(id -un)" 2>/dev/null || true
+      [ "$(id -u)" != 0 ] || SLURM_CONF=$conf scancel --quiet --full --partition=local 2>/dev/null || true
+      for ((n = 0; n < 150; n++)); do
+        [ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ] && break
+        sleep 0.1
+      done
+    fi
+    SLURM_CONF=$conf timeout 5 scontrol shutdown >/dev/null 2>&1 || true
   fi
   for name in "${daemons[@]}"; do
     pid=$(alive "$dir/$name.pid") || continue
@@ -55,6 +65,12 @@ stop_all() {
     kill -KILL "$pid" 2>/dev/null || true
   done
   rm -f "$dir"/{slurmd,slurmctld,munged}.pid
+  local proc
+  for proc in /proc/[0-9]*; do
+    [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
+    grep -qzx "SLURM_CONF=$conf" "$proc/environ" 2>/dev/null && kill -KILL "${proc#/proc/}" 2>/dev/null
+  done
+  return 0
 }
 
 status() {
