@@ -57,7 +57,7 @@ class ShardSummary:
 @dataclass
 class MergedSummary:
     shards: list[ShardSummary]
-    sweeps: dict[str, dict]  # source -> {"range": [lo, hi], "done": [[lo, hi], ...], "missing": n}
+    sweeps: dict[str, dict]  # source -> {"range": [lo, hi], "gaps": n, "done": [[lo, hi], ...], "missing": n}
     findings: dict[str, dict]  # SHA-256 of the program -> kind, why, shards, files
 
     @property
@@ -134,10 +134,11 @@ def merge_shards(folders: Iterable[Path | str]) -> MergedSummary:
     for key, (parts, done) in ranges.items():
         covered = merge_ranges(parts)
         done = merge_ranges(done)
-        total = sum(hi - lo for lo, hi in covered)
+        lo, hi = covered[0][0], covered[-1][1]
+        # indices between the shards' ranges (a shard left out) are missing too
         sweeps[json.loads(key)["source"]] = {
-            "range": [covered[0][0], covered[-1][1]], "gaps": len(covered) - 1,
-            "done": [list(r) for r in done], "missing": total - sum(hi - lo for lo, hi in done)}
+            "range": [lo, hi], "gaps": len(covered) - 1, "done": [list(r) for r in done],
+            "missing": (hi - lo) - sum(b - a for a, b in done)}
     return MergedSummary(shards, sweeps, findings)
 
 
