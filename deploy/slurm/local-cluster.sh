@@ -11,8 +11,9 @@
 # key, socket and pid file, slurm.conf (one node named after `hostname -s`
 # at 127.0.0.1, free ports, select/cons_tres, proctrack/linuxproc, no
 # accounting), the state and spool folders and the logs.  The daemons
-# (munged, slurmctld, slurmd) run as the calling user (SlurmUser=root when
-# that is root).  Needs the Debian packages slurmctld slurmd slurm-client
+# (munged, slurmctld, slurmd) run as the calling user (SlurmUser and SlurmdUser:
+# root when run as root; as another user its jobs run as that user).  Needs
+# the Debian packages slurmctld slurmd slurm-client
 # munge on PATH (.ci/setup installs them; a user may need /usr/sbin on PATH).
 #
 # Exit status: 0 done; 1 a daemon failed to start (its log is named, and
@@ -131,7 +132,7 @@ start() {
   memory=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
   read -r ctld_port slurmd_port < <(free_ports 2)
   rm -rf "$dir/state" "$dir/spool" "$dir/munge"
-  mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/munge"
+  mkdir -p "$dir/state" "$dir/spool/$host" "$dir/log" "$dir/munge"
   # munged refuses a socket folder that others can write, and clients must reach the socket
   chmod 0755 "$dir" "$dir/munge"
   [ -s "$dir/munge.key" ] || mungekey --create --keyfile="$dir/munge.key" >/dev/null
@@ -142,6 +143,7 @@ start() {
 ClusterName=loomfuzz-local
 SlurmctldHost=$host(127.0.0.1)
 SlurmUser=$user
+SlurmdUser=$user
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 AuthType=auth/munge
