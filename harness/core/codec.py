@@ -35,6 +35,7 @@ import threading
 from bisect import bisect_right
 
 from harness.core.grammar import CompiledGrammar, Node
+from harness.core.recursion import guarded, tree_depth
 from harness.core.tree import decisions, kid_calls
 from harness.core.walk import walker
 
@@ -47,8 +48,9 @@ class BytesModel:
     (``memo``, shared between inputs of one grammar)."""
 
     tables = False
-    #: The walk may run specialised code reading ``data`` from ``position`` (walk.py).
-    reads_bytes = True
+    #: The walk may run its compiled bytes walk reading ``data`` from ``position``
+    #: for this class's draws (:func:`harness.core.walk.compiled_walk`).
+    compiled_walk: str | None = "bytes"
 
     def __init__(self, grammar: CompiledGrammar, data: bytes = b"", memo: dict | None = None) -> None:
         self.data = data
@@ -94,15 +96,20 @@ class BytesModel:
 _MEMO_LIMIT = 100_000
 
 
-def _decoder(grammar: CompiledGrammar) -> tuple[BytesModel, object]:
-    model = BytesModel(grammar, b"", {})
-    return model, walker(grammar, model)
+class _Decoders(threading.local):
+    """A grammar's decoder for each thread that decodes: a model and the walk bound to
+    it (the model holds the input being read, so a thread cannot share it; it goes
+    with its thread)."""
+
+    def __init__(self, grammar: CompiledGrammar) -> None:
+        self.model = BytesModel(grammar, b"", {})
+        self.expand = walker(grammar, self.model)
 
 
 def decode(data: bytes, grammar: CompiledGrammar) -> Node:
     """The tree ``data`` stands for; never raises for bytes."""
-    # one bound walk per thread (the model holds the input being read)
-    model, expand = grammar.derived(("decoder", threading.get_ident()), lambda: _decoder(grammar))
+    decoder = grammar.derived(_Decoders)
+    model, expand = decoder.model, decoder.expand
     if len(model.memo) > _MEMO_LIMIT:
         model.memo.clear()
     model.reset(data)
@@ -111,14 +118,14 @@ def decode(data: bytes, grammar: CompiledGrammar) -> Node:
 
 def encode(tree: Node, grammar: CompiledGrammar) -> bytes:
     """The shortest bytes that decode to ``tree``."""
-    return grammar.derived("encoder", lambda: _encoder(grammar))[0](tree)
+    return grammar.derived(_encoder)[0](tree)
 
 
 def encode_full(node: Node, grammar: CompiledGrammar) -> tuple[bytes, int]:
     """A subtree's encoding before trailing bytes are dropped, and where its meaningful
     bytes end (0: none).  It does not depend on where the subtree sits, so an edited
     tree's encoding is its original's with one span replaced (:class:`Layout`)."""
-    return grammar.derived("encoder", lambda: _encoder(grammar))[1](node)
+    return grammar.derived(_encoder)[1](node)
 
 
 class Layout:
@@ -134,7 +141,7 @@ class Layout:
     __slots__ = ("full", "spans", "placed", "marks", "grammar")
 
     def __init__(self, tree: Node, grammar: CompiledGrammar) -> None:
-        build = grammar.derived("layout-builder", lambda: _layout_builder(grammar))
+        build = grammar.derived(_layout_builder)
         self.full, self.spans, self.placed, self.marks = build(tree)
         self.grammar = grammar
 
@@ -286,7 +293,7 @@ def _encoder(grammar: CompiledGrammar):
         with lock:
             return ns["encode_node"](node)
 
-    return encode_tree, encode_node
+    return guarded(encode_tree, tree_depth(g)), guarded(encode_node, tree_depth(g))
 
 
 def _layout_builder(grammar: CompiledGrammar):
@@ -327,7 +334,7 @@ def _layout_builder(grammar: CompiledGrammar):
         with lock:
             return ns["build"](tree)
 
-    return build
+    return guarded(build, tree_depth(g))
 
 
 def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:

@@ -32,10 +32,10 @@ profile cheap.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from itertools import accumulate
 
+from harness.core.recursion import guarded
 from harness.core.grammar import CompiledGrammar, Node
 
 __all__ = ["Ranking", "RankingError", "ranking"]
@@ -101,8 +101,9 @@ class Ranking:
                        for i in range(g.count[n])]
                 self._listed[n] = own
                 self._listed_rank[n] = {tree: i for i, tree in enumerate(own)}
-        if max_depth + 100 > sys.getrecursionlimit():
-            sys.setrecursionlimit(max_depth * 2 + 200)
+        # (un)ranking recurses once per level: deep bounds run inside deep_recursion
+        self.unrank = guarded(self.unrank, max_depth)  # type: ignore[method-assign]
+        self.rank = guarded(self.rank, max_depth)  # type: ignore[method-assign]
 
     # ----------------------------------------------------------------- counts
 
@@ -209,7 +210,7 @@ class Ranking:
 
 def ranking(grammar: CompiledGrammar, max_depth: int | None = None) -> Ranking:
     """The (cached) ranking of ``grammar``'s start symbol up to ``max_depth``."""
-    return grammar.derived(("ranking", max_depth), lambda: Ranking(grammar, max_depth))
+    return grammar.derived(Ranking, max_depth)
 
 
 

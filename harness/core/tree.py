@@ -18,6 +18,7 @@ import threading
 from typing import Any, Iterator
 
 from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
+from harness.core.recursion import guarded, tree_depth
 
 Path = tuple[int, ...]
 
@@ -46,7 +47,7 @@ def choice_nodes(grammar: CompiledGrammar, tree: Node) -> list[tuple[Path, Node]
     """(path, node) of every node that has a choice at or below it (the nodes an encoding
     holds bytes for: a node of a unique nonterminal has none), in pre-order.  Compiled
     per grammar, one function per nonterminal: a mutator lists every new input's nodes."""
-    return grammar.derived("choice-nodes", lambda: _compile_choice_nodes(grammar))(tree)
+    return grammar.derived(_compile_choice_nodes)(tree)
 
 
 def kid_calls(calls: list[list[str]], bind_alternative: bool = False, pad: str = "    ") -> list[str]:
@@ -90,7 +91,7 @@ def _compile_choice_nodes(grammar: CompiledGrammar):
         with lock:
             return namespace["nodes"](tree)
 
-    return nodes
+    return guarded(nodes, tree_depth(g))
 
 
 def node_at(node: Node, path: Path) -> Node:

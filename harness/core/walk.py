@@ -24,12 +24,12 @@ keeps generation fast on grammars made of finite pieces.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from random import Random
 from typing import Callable, Iterator, Protocol
 
 from harness.core.grammar import CompiledGrammar, Node
+from harness.core.recursion import guarded, tree_depth
 
 
 class Model(Protocol):
@@ -59,25 +59,56 @@ def walk(grammar: CompiledGrammar, model: Model, symbol: int | None = None,
 
 def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]:
     """The walk bound to one grammar and model: ``expand(symbol, depth) -> tree``
-    (bound once, called per tree, on the generation hot path)."""
+    (bound once, called per tree, on the generation hot path).  It runs inside
+    :func:`harness.core.recursion.deep_recursion` when the grammar's trees are deeper
+    than the interpreter's limit allows."""
+    kind = compiled_walk(model)
+    if kind == "random":  # the generation hot path: specialised code (below)
+        expand = grammar.derived(_compile_random_walk)(model.random)  # type: ignore[attr-defined]
+    elif kind == "bytes":  # the decoding hot path: specialised code (below)
+        expand = grammar.derived(_compile_bytes_walk)(model)
+    else:
+        expand = _general_walk(grammar, model)
+    return guarded(expand, tree_depth(grammar))
+
+
+#: The methods whose effect the compiled walk of each kind reproduces (see :func:`compiled_walk`).
+_DRAWS = {"random": ("choose", "pick", "enter", "leave"),
+          "bytes": ("choose", "enter", "leave", "recall", "learn", "reset")}
+
+
+def compiled_walk(model: Model) -> str | None:
+    """The compiled walk that may stand for ``model`` (None: the general walk calls its
+    methods).  A model class says its draws are what a compiled walk does with the class
+    attribute ``compiled_walk`` (``"random"``: :class:`RandomModel`'s draws over its
+    ``random``; ``"bytes"``: :class:`harness.core.codec.BytesModel`'s reading of its
+    ``data``).  A subclass that overrides one of those methods is walked by the general
+    walk, so its override is honoured; a subclass may set ``compiled_walk = None`` to
+    ask for the general walk outright."""
+    cls = type(model)
+    kind = getattr(cls, "compiled_walk", None)
+    if kind is None:
+        return None
+    owner = next(c for c in cls.__mro__ if "compiled_walk" in c.__dict__)
+    if any(getattr(cls, name, None) is not getattr(owner, name, None) for name in _DRAWS[kind]):
+        return None
+    return kind
+
+
+def _general_walk(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]:
+    """The walk calling the model's methods: the reference the compiled walks reproduce."""
     g = grammar
     alts, unique, tables = g.alts, g.unique, g.tables
     kids_of = g.alt_kids
     max_depth = g.max_depth
-    bounded = g.max_bytes is None  # only a recursive grammar can reach the depth budget
+    recursive = g.max_bytes is None  # only a recursive grammar can reach the depth budget
     alt_min_depth, shallowest, cheapest = g.alt_min_depth, g.shallowest, g.cheapest
-    if type(model) is RandomModel:  # the generation hot path: specialised code (below)
-        return grammar.derived("random-walk", lambda: _compile_random_walk(grammar))(model.random)
-    if getattr(model, "reads_bytes", False):  # the decoding hot path: specialised code (below)
-        return grammar.derived("bytes-walk", lambda: _compile_bytes_walk(grammar))(model)
     choose = model.choose
     use_tables = model.tables
     pick = getattr(model, "pick", None)
     layout = not use_tables  # enter/leave matter to models that read a layout
     enter, leave = model.enter, model.leave
     recall = getattr(model, "recall", None)  # a model may remember tabulated subtrees
-    if bounded and max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(max_depth * 2 + 200)
 
     def expand(n: int, d: int) -> Node:
         node = unique[n]
@@ -87,7 +118,7 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
         if table is not None:
             if use_tables:
                 return pick(table)
-            if recall is not None and (not bounded or d + table.depth <= max_depth):
+            if recall is not None and (not recursive or d + table.depth <= max_depth):
                 node = recall(n)
                 if node is not None:
                     return node
@@ -97,7 +128,7 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
             a = choose(n, d)
             if a is None or not 0 <= a < len(alts[n]):
                 a = cheapest[n]
-            if bounded and d + alt_min_depth[n][a] > max_depth:
+            if recursive and d + alt_min_depth[n][a] > max_depth:
                 a = shallowest[n]
         else:
             a = 0
@@ -125,6 +156,8 @@ class RandomModel:
     """Choices drawn from the PCFG with ``rng.random()``."""
 
     tables = True
+    #: The walk may run its compiled random walk over ``random`` for this class's draws.
+    compiled_walk: str | None = "random"
 
     def __init__(self, grammar: CompiledGrammar, rng: Random | None = None) -> None:
         self.cumulative = grammar.cumulative
@@ -233,8 +266,6 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     lines.append("        return T[n].trees[bisect_right(T[n].cumulative, random())]")
     lines.append("    return expand")
     consts["U"], consts["T"] = g.unique, g.tables
-    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(g.max_depth * 2 + 200)
     namespace = dict(consts)
     exec(compile("\n".join(lines), f"<random walk of {g.source}>", "exec"), namespace)
     return namespace["make"]  # type: ignore[return-value]
@@ -309,8 +340,6 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
         "    return expand",
     ]
     consts["U"] = g.unique
-    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(g.max_depth * 2 + 200)
     namespace = dict(consts)
     exec(compile("\n".join(lines), f"<bytes walk of {g.source}>", "exec"), namespace)
     return namespace["make"]  # type: ignore[return-value]
