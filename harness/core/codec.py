@@ -35,7 +35,6 @@ import threading
 from bisect import bisect_right
 
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.recursion import guarded, tree_depth
 from harness.core.tree import decisions, kid_calls
 from harness.core.walk import walker
 
@@ -293,7 +292,7 @@ def _encoder(grammar: CompiledGrammar):
         with lock:
             return ns["encode_node"](node)
 
-    return guarded(encode_tree, tree_depth(g)), guarded(encode_node, tree_depth(g))
+    return encode_tree, encode_node
 
 
 def _layout_builder(grammar: CompiledGrammar):
@@ -334,7 +333,7 @@ def _layout_builder(grammar: CompiledGrammar):
         with lock:
             return ns["build"](tree)
 
-    return guarded(build, tree_depth(g))
+    return build
 
 
 def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:

@@ -58,7 +58,7 @@ from itertools import accumulate, product
 from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, TypeVar
 
-from harness.core.recursion import deep_recursion
+from harness.core.recursion import allow_trees_of_depth, deep_recursion
 from harness.core.scope import OPTIONS as SCOPE_OPTIONS
 from harness.core.scope import Binding, NameRef, UseRef, parse_binding, unscoped_use
 
@@ -418,6 +418,8 @@ def compile_grammar(
     g.renderings = {"canonical": [[a.parts for a in alt_list] for alt_list in g.alts]}
     for style, overrides in (renderings or {}).items():
         g.renderings[style] = _rendering(g, style, overrides, fail)
+    # the one point where trees this deep become possible (harness.core.recursion)
+    allow_trees_of_depth(g.max_depth if g.max_bytes is None else g.deepest[g.start])
     return g
 
 

@@ -72,7 +72,6 @@ from harness.core.codec import nonempty
 from harness.core.fitting import Fitting, Output
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.pool import SubtreePool
-from harness.core.recursion import guarded, tree_depth
 from harness.core.tree_index import TreeIndex
 from harness.core.tree_ops import TREE_OPERATORS, Context, Edit, Repetitions, splice, switches
 from harness.core.walk import RandomModel, walker
@@ -122,9 +121,6 @@ class Mutator:
         regenerate = walker(grammar, RandomModel(grammar, self.rng))
         self.context = Context(grammar, self.index, self.pool, self.rng, regenerate)
         self.fitting = Fitting(grammar, self.index, self.pool)
-        # the hooks recurse once per tree level: deep grammars run them in deep_recursion
-        self.mutate = guarded(self.mutate, tree_depth(grammar))  # type: ignore[method-assign]
-        self.crossover = guarded(self.crossover, tree_depth(grammar))  # type: ignore[method-assign]
 
     @property
     def repetitions(self) -> Repetitions:

@@ -35,8 +35,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from harness.core.recursion import guarded
 from harness.core.grammar import CompiledGrammar, Node
+from harness.core.recursion import allow_trees_of_depth
 
 __all__ = ["Ranking", "RankingError", "ranking"]
 
@@ -101,9 +101,7 @@ class Ranking:
                        for i in range(g.count[n])]
                 self._listed[n] = own
                 self._listed_rank[n] = {tree: i for i, tree in enumerate(own)}
-        # (un)ranking recurses once per level: deep bounds run inside deep_recursion
-        self.unrank = guarded(self.unrank, max_depth)  # type: ignore[method-assign]
-        self.rank = guarded(self.rank, max_depth)  # type: ignore[method-assign]
+        allow_trees_of_depth(max_depth)  # (un)ranking recurses once per level
 
     # ----------------------------------------------------------------- counts
 

@@ -23,7 +23,6 @@ from itertools import chain, islice
 from typing import Iterable, Iterator
 
 from harness.core.grammar import CompiledGrammar, CounterRef, Node
-from harness.core.recursion import deep_recursion, frames_for, guarded, tree_depth
 from harness.core.scope import NameRef, Scope, UseRef
 
 #: Separates programs in one stream, as ``mlir-opt --split-input-file`` expects.
@@ -75,9 +74,6 @@ class Renderer:
         with self._lock:  # the compiled pass keeps its state in one place
             try:
                 return self._compiled[0](tree)
-            except RecursionError:  # deeper than the grammar's budget (a deep ranking's tree)
-                with deep_recursion(frames_for(_levels(tree))):
-                    return self._compiled[0](tree)
             except (IndexError, ZeroDivisionError):  # a use with nothing in scope
                 out: list[str] = []  # the interpreter says which
                 self._node(tree, 0, out, self.new_state())
@@ -97,9 +93,7 @@ class Renderer:
 
     def _compile(self) -> None:
         from harness.core.render_code import compile_pass
-        render, render_batch, current = compile_pass(self)
-        depth = tree_depth(self.grammar)
-        self._compiled = (guarded(render, depth), guarded(render_batch, depth), current)
+        self._compiled = compile_pass(self)
 
     def interpret(self, tree: Node) -> str:
         """The tree's text by the interpreted pass (the reference for the compiled one)."""
@@ -192,16 +186,6 @@ class Renderer:
             state.values.close(binding, names, mark)
         if i >= 0:
             state.tops[i] = state.scopes[i].pop()
-
-
-def _levels(tree: Node) -> int:
-    """The tree's depth, without recursion."""
-    deepest, stack = 0, [(tree, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        stack.extend((kid, level + 1) for kid in node[2])
-    return deepest
 
 
 def _touches_scope(grammar: CompiledGrammar) -> list[bool]:

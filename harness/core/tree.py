@@ -18,7 +18,6 @@ import threading
 from typing import Any, Iterator
 
 from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
-from harness.core.recursion import guarded, tree_depth
 
 Path = tuple[int, ...]
 
@@ -91,7 +90,7 @@ def _compile_choice_nodes(grammar: CompiledGrammar):
         with lock:
             return namespace["nodes"](tree)
 
-    return guarded(nodes, tree_depth(g))
+    return nodes
 
 
 def node_at(node: Node, path: Path) -> Node:

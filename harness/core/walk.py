@@ -29,7 +29,6 @@ from random import Random
 from typing import Callable, Iterator, Protocol
 
 from harness.core.grammar import CompiledGrammar, Node
-from harness.core.recursion import guarded, tree_depth
 
 
 class Model(Protocol):
@@ -59,17 +58,13 @@ def walk(grammar: CompiledGrammar, model: Model, symbol: int | None = None,
 
 def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]:
     """The walk bound to one grammar and model: ``expand(symbol, depth) -> tree``
-    (bound once, called per tree, on the generation hot path).  It runs inside
-    :func:`harness.core.recursion.deep_recursion` when the grammar's trees are deeper
-    than the interpreter's limit allows."""
+    (bound once, called per tree, on the generation hot path)."""
     kind = compiled_walk(model)
     if kind == "random":  # the generation hot path: specialised code (below)
-        expand = grammar.derived(_compile_random_walk)(model.random)  # type: ignore[attr-defined]
-    elif kind == "bytes":  # the decoding hot path: specialised code (below)
-        expand = grammar.derived(_compile_bytes_walk)(model)
-    else:
-        expand = _general_walk(grammar, model)
-    return guarded(expand, tree_depth(grammar))
+        return grammar.derived(_compile_random_walk)(model.random)  # type: ignore[attr-defined]
+    if kind == "bytes":  # the decoding hot path: specialised code (below)
+        return grammar.derived(_compile_bytes_walk)(model)
+    return _general_walk(grammar, model)
 
 
 #: The methods whose effect the compiled walk of each kind reproduces (see :func:`compiled_walk`).
