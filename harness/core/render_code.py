@@ -24,8 +24,10 @@ It gives the interpreter's text for every tree (tests compare them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from harness.core.codegen import Module
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.scope import NameRef, UseRef
 
@@ -82,34 +84,76 @@ def _closure(grammar: CompiledGrammar, own: list[frozenset]) -> list[frozenset]:
 def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterable[Node], str], str], list]:
     """``render(tree) -> text`` and ``render_batch(trees, separator) -> text`` (the texts
     joined by ``separator``, in one join: what a stream of programs is written as): the
-    pass of ``r`` as specialised Python source; and the one-item list where
-    ``render_batch`` keeps the tree it is at (for the error of a tree that fails)."""
+    pass of ``r`` as specialised Python source (:func:`render_pass_module`); and the
+    one-item list where ``render_batch`` keeps the tree it is at (for the error of a
+    tree that fails)."""
+    ns = render_pass_module(r).load()
+    return ns["render"], ns["render_batch"], ns["CURRENT"]
+
+
+@dataclass
+class _Plan:
+    """What the pass's source is made from, besides the renderer's steps."""
+
+    prefixes: list[str]  # the name prefixes defines and binds make names with
+    pid: dict[str, int]  # prefix -> its index in NUM
+    routes: dict[str, list[int]]  # type -> the group lists a value of it goes into
+    defined: list[frozenset]  # per nonterminal, the types its subtree can define or bind
+    takes: list[frozenset]  # per nonterminal, the counters its subtree takes (a cached text's key)
+    reads: list[frozenset]  # per nonterminal, the counters its subtree reads ($NAME)
+
+
+def _plan(r: "Renderer") -> _Plan:
     g = r.grammar
-    counters = len(g.counters)
-    groups = r.use_groups
     prefixes = sorted({p for alt_list in g.alts for alt in alt_list if alt.binding
                        for p, _ in alt.binding.defines + alt.binding.binds})
-    pid = {p: i for i, p in enumerate(prefixes)}
-    routes: dict[str, list[int]] = {}  # type -> the group lists a value of it goes into
-    for i, group in enumerate(groups):
+    routes: dict[str, list[int]] = {}
+    for i, group in enumerate(r.use_groups):
         for t in group:
             routes.setdefault(t, []).append(i)
     defined = _closure(g, [frozenset(t for alt in alt_list if alt.binding
                                      for _, t in alt.binding.defines + alt.binding.binds)
                            for alt_list in g.alts])
-    # the counters a subtree takes (option counter) and reads ($NAME): a cached text's key
     takes = _closure(g, [frozenset(r.counter_index[alt.counter] for alt in alt_list if alt.counter)
                          for alt_list in g.alts])
     reads = _closure(g, [frozenset(r.counter_index[p] for parts in r.parts[n] for p in parts
                                    if type(p) not in (str, int, NameRef, UseRef))
                          for n in range(len(g.alts))])
+    return _Plan(prefixes, {p: i for i, p in enumerate(prefixes)}, routes, defined, takes, reads)
+
+
+def render_pass_module(r: "Renderer") -> Module:
+    """The render pass of ``r`` as Python source: its state (the output list ``OUT``,
+    the counters ``NXT``/``TOP``, the name numbers ``NUM``, the binder's lists ``G*``),
+    a function per alternative (:func:`_alternatives_source`), the cached tabulated
+    subtrees (:func:`_cached`) and the drivers (:func:`_drivers_source`)."""
+    g = r.grammar
+    plan = _plan(r)
     out: list[str] = []
-    ns: dict = {"OUT": out, "ap": out.append, "NXT": [0] * counters, "TOP": [-1] * counters,
-                "NUM": [0] * len(prefixes), "LIMIT": _CACHE_LIMIT}
-    for i, p in enumerate(prefixes):
+    module = Module(f"<render pass of {g.source} ({r.style})>", constants={
+        "OUT": out, "ap": out.append, "NXT": [0] * len(g.counters), "TOP": [-1] * len(g.counters),
+        "NUM": [0] * len(plan.prefixes), "LIMIT": _CACHE_LIMIT})
+    ns = module.constants
+    for i, p in enumerate(plan.prefixes):
         ns[f"NAME{i}"] = _Names(p)
-    for i in range(len(groups)):
+    for i in range(len(r.use_groups)):
         ns[f"G{i}"] = []
+    module.lines += _alternatives_source(r, plan, ns)
+    module.lines += _drivers_source(r, len(plan.prefixes))
+    ns["FORWARD"] = r.forward
+    ns["CURRENT"] = [None]
+    return module
+
+
+def _alternatives_source(r: "Renderer", plan: _Plan, ns: dict) -> list[str]:
+    """``R{n}[a]``, the function of alternative a of n, and ``c{n}`` for a cacheable n.
+
+    The functions of alternatives that differ only in their terminals and in which
+    nonterminals they call are made by one factory (given the pads and the callees):
+    a third of the source to compile, which is start-up time.  The lists exist before
+    any function does, so recursion needs no order."""
+    g = r.grammar
+    groups = r.use_groups
 
     def use_group(k: int) -> int | None:
         """The type set of a use nonterminal (every alternative one ``$^K`` of it)."""
@@ -123,11 +167,6 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         ns[f"RANK{k}"] = tuple(int(r.parts[k][a][0]) for a in range(len(g.alts[k])))
         return groups.index(first.uses)
 
-    # The functions of alternatives that differ only in their terminals and in which
-    # nonterminals they call are made by one factory (given the pads and the callees):
-    # a third of the source to compile, which is start-up time.  ``R{n}[a]`` is the
-    # function of alternative a of n; the lists exist before any function does, so
-    # recursion needs no order.
     source: list[str] = []
     calls: list[str] = []
     bodies: dict[tuple[str, ...], int] = {}
@@ -135,7 +174,7 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         ns[f"R{n}"] = [None] * len(alt_list)
         for a, alt in enumerate(alt_list):
             refs: list[str] = []
-            body = tuple(_alternative(r, n, a, ns, pid, routes, defined, use_group, refs))
+            body = tuple(_alternative(r, n, a, ns, plan.pid, plan.routes, plan.defined, use_group, refs))
             factory = bodies.get(body)
             if factory is None:
                 factory = bodies[body] = len(bodies)
@@ -145,9 +184,16 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
             pads = f"PD{n}_{a}" if f"PD{n}_{a}" in ns else "None"
             calls.append(f"R{n}[{a}] = f{factory}({pads}{''.join(', ' + ref for ref in refs)})")
         if r.cacheable[n]:
-            source += _cached(g, n, takes[n], reads[n], ns)
-    source += calls
-    source += [
+            source += _cached(g, n, plan.takes[n], plan.reads[n], ns)
+    return source + calls
+
+
+def _drivers_source(r: "Renderer", prefixes: int) -> list[str]:
+    """``miss`` (a cacheable subtree rendered and kept), the tables ``R`` and ``C``, and
+    ``render``/``render_batch``, each program from a fresh state."""
+    g = r.grammar
+    counters = len(g.counters)
+    source = [
         "def miss(k, node, ind, ls, cache, key, takes):",
         "    before = [NXT[i] for i in takes]",
         "    mark = len(OUT)",
@@ -163,14 +209,14 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
     ]
     one = [  # one program into OUT, from a fresh state
         *(f"NXT[{i}] = 0; TOP[{i}] = -1" for i in range(counters)),
-        *(f"NUM[{i}] = 0" for i in range(len(prefixes))),
-        *(f"G{i}.clear()" for i in range(len(groups))),
+        *(f"NUM[{i}] = 0" for i in range(prefixes)),
+        *(f"G{i}.clear()" for i in range(len(r.use_groups))),
         "k, x = tree[0], tree",
         "while FORWARD[k]: x = x[2][0]; k = x[0]",
         "if C[k] is not None: C[k](x, 0, True)",
         "else: R[k][x[1]](x[2], 0, True)",
     ]
-    source += [
+    return source + [
         "def render(tree):",
         "    OUT.clear()",
         *(f"    {line}" for line in one),
@@ -194,10 +240,6 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         "    CURRENT[0] = None",
         "    return text",
     ]
-    ns["FORWARD"] = r.forward
-    ns["CURRENT"] = current = [None]
-    exec(compile("\n".join(source), f"<render pass of {g.source} ({r.style})>", "exec"), ns)
-    return ns["render"], ns["render_batch"], current
 
 
 def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: dict) -> list[str]:

@@ -28,6 +28,7 @@ from bisect import bisect_right
 from random import Random
 from typing import Callable, Iterator, Protocol
 
+from harness.core.codegen import Module
 from harness.core.grammar import CompiledGrammar, Node
 
 
@@ -194,6 +195,11 @@ class ReplayModel:
 
 
 def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], float]], Callable]:
+    """:func:`random_walk_module`, run: ``make(random) -> expand(symbol, depth)``."""
+    return random_walk_module(grammar).load()["make"]  # type: ignore[return-value]
+
+
+def random_walk_module(grammar: CompiledGrammar) -> Module:
     """The walk with :class:`RandomModel`'s choices, as Python source specialised to the
     grammar: one function per nonterminal, the draw a binary search over constant
     thresholds, tabulated and unique kids inlined.  Same draws in the same order, and
@@ -203,9 +209,9 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     Returns ``make(random) -> expand(symbol, depth)``: compiled once per grammar,
     bound to a source of uniform floats per model."""
     g = grammar
-    bounded = g.max_bytes is None
-    consts: dict[str, object] = {"bisect_right": bisect_right}
-    lines = ["def make(random):"]
+    recursive = g.max_bytes is None
+    module = Module(f"<random walk of {g.source}>", ["def make(random):"], {"bisect_right": bisect_right})
+    consts, lines = module.constants, module.lines
 
     def kid(k: int, level: int, inlined: tuple[int, ...]) -> str:
         if g.unique[k] is not None:
@@ -229,7 +235,7 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
 
     def branch(n: int, a: int, pad: str) -> list[str]:
         out = []
-        if bounded:  # the depth budget: past it, the shallowest alternative
+        if recursive:  # the depth budget: past it, the shallowest alternative
             out.append(f"{pad}if d > {g.max_depth - g.alt_min_depth[n][a]}: "
                        f"return {node(n, g.shallowest[n])}")
         out.append(f"{pad}return {node(n, a)}")
@@ -261,12 +267,15 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     lines.append("        return T[n].trees[bisect_right(T[n].cumulative, random())]")
     lines.append("    return expand")
     consts["U"], consts["T"] = g.unique, g.tables
-    namespace = dict(consts)
-    exec(compile("\n".join(lines), f"<random walk of {g.source}>", "exec"), namespace)
-    return namespace["make"]  # type: ignore[return-value]
+    return module
 
 
 def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]:
+    """:func:`bytes_walk_module`, run: ``make(model) -> expand(symbol, depth)``."""
+    return bytes_walk_module(grammar).load()["make"]  # type: ignore[return-value]
+
+
+def bytes_walk_module(grammar: CompiledGrammar) -> Module:
     """The walk with a byte-reading model (:class:`harness.core.codec.BytesModel`: its
     ``data``, ``position``, ``memo``; one byte per choice through ``byte_table``, a
     finite nonterminal's bytes ending at its width, tabulated subtrees remembered by
@@ -274,9 +283,9 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
     does with that model's ``choose``/``enter``/``leave``/``recall``/``learn``, with
     the same results, without a method call per node.  ``make(model) -> expand``."""
     g = grammar
-    bounded = g.max_bytes is None
-    consts: dict[str, object] = {}
-    lines = ["def make(model):", "    data, pos, memo = b'', 0, model.memo"]
+    recursive = g.max_bytes is None
+    module = Module(f"<bytes walk of {g.source}>", ["def make(model):", "    data, pos, memo = b'', 0, model.memo"])
+    consts, lines = module.constants, module.lines
 
     def node(n: int, a: int) -> str:
         kids = []
@@ -295,7 +304,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
         body = ["        nonlocal pos"]
         if table is not None:
             consts[f"T{n}"] = table
-            check = f"d <= {g.max_depth - table.depth} and " if bounded else ""
+            check = f"d <= {g.max_depth - table.depth} and " if recursive else ""
             body += [f"        if {check}memo is not None:",
                      f"            hit = memo.get(({n}, data[pos:pos + {w}]))",
                      f"            if hit is not None:",
@@ -307,7 +316,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
             consts[f"BT{n}"] = g.byte_table[n]
             body += ["        p = pos", "        pos = p + 1",
                      f"        a = BT{n}[data[p]] if p < len(data) else {g.cheapest[n]}"]
-            if bounded:
+            if recursive:
                 consts[f"AMD{n}"] = g.alt_min_depth[n]
                 body.append(f"        if d + AMD{n}[a] > {g.max_depth}: a = {g.shallowest[n]}")
             body.append("        d += 1")
@@ -335,9 +344,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
         "    return expand",
     ]
     consts["U"] = g.unique
-    namespace = dict(consts)
-    exec(compile("\n".join(lines), f"<bytes walk of {g.source}>", "exec"), namespace)
-    return namespace["make"]  # type: ignore[return-value]
+    return module
 
 
 def random_trees(grammar: CompiledGrammar, seed: int, count: int | None = None) -> Iterator[Node]:
