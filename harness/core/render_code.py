@@ -174,7 +174,7 @@ def _alternatives_source(r: "Renderer", plan: _Plan, ns: dict) -> list[str]:
         ns[f"R{n}"] = [None] * len(alt_list)
         for a, alt in enumerate(alt_list):
             refs: list[str] = []
-            body = tuple(_alternative(r, n, a, ns, plan.pid, plan.routes, plan.defined, use_group, refs))
+            body = tuple(_AlternativeBody(r, n, a, ns, plan, use_group, refs).build())
             factory = bodies.get(body)
             if factory is None:
                 factory = bodies[body] = len(bodies)
@@ -262,127 +262,160 @@ def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: 
     return lines
 
 
-def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dict,
-                 defined: list[frozenset], use_group, refs: list[str]) -> list[str]:
-    """The body of ``r{n}_{a}(kids, ind, ls) -> ls``, one alternative's part of the
-    pass (its terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``)."""
-    g = r.grammar
-    alt = g.alts[n][a]
-    parts, ci, shift, binding, bind_at, opens = r.steps[n][a]
-    terminals = tuple(p for p in parts if type(p) is str)
-    spaces = 2 * len(terminals)  # P[spaces]: the indentation before a word
-    body: list[str] = []
-    pending: list[str] = []  # pieces of one f-string, emitted together
-    known: object = None  # the line-start state where the code so far fixes it
+class _AlternativeBody:
+    """The body of ``r(kids, ind, ls) -> ls``, one alternative's part of the pass (its
+    terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``), built part
+    by part: runs of terminals and words are joined into one f-string (``pending``), and
+    the line-start state is a constant (``known``) wherever the code so far fixes it."""
 
-    def flush() -> None:
+    def __init__(self, r: "Renderer", n: int, a: int, ns: dict, plan: _Plan, use_group,
+                 refs: list[str]) -> None:
+        self.r, self.n, self.a, self.ns, self.plan, self.use_group, self.refs = r, n, a, ns, plan, use_group, refs
+        self.alt = r.grammar.alts[n][a]
+        self.parts, self.ci, self.shift, self.binding, self.bind_at, self.opens = r.steps[n][a]
+        self.terminals = tuple(p for p in self.parts if type(p) is str)
+        self.spaces = 2 * len(self.terminals)  # P[spaces]: the indentation before a word
+        self.body: list[str] = []
+        self.pending: list[str] = []  # pieces of one f-string, emitted together
+        self.known: object = None  # the line-start state where the code so far fixes it
+        self.names: list[str] = []  # the variables holding the names this alternative makes
+        self.marks: list[int] = []  # the binder lists its scope truncates on the way out
+        self.ind = "ind"  # the indentation a word is written at
+
+    def build(self) -> list[str]:
+        self._prologue()
+        t = 0
+        for part in self.parts:
+            kind = type(part)
+            if kind is str:
+                self._terminal(part, t)
+                t += 1
+            elif kind is int:
+                self._kid(part)
+            elif kind is NameRef:
+                self._word(self.names[int(part)])
+            elif kind is UseRef:
+                group = self.r.use_groups.index(self.binding.uses)
+                rank = int(part)
+                self._word(f"G{group}[-1]" if rank == 0 else f"G{group}[-1 - {rank} % len(G{group})]")
+            else:
+                self._counter(part)
+        self._flush()
+        self._epilogue()
+        return self.body
+
+    # -- emitting
+
+    def _flush(self) -> None:
+        pending = self.pending
         if len(pending) == 1:
-            body.append(f"    ap({pending[0]})")
+            self.body.append(f"    ap({pending[0]})")
         elif pending:
-            body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
+            self.body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
         pending.clear()
 
-    def ref(name: str) -> str:
-        if name not in refs:
-            refs.append(name)
-        return f"K{refs.index(name)}"
+    def _ref(self, name: str) -> str:
+        if name not in self.refs:
+            self.refs.append(name)
+        return f"K{self.refs.index(name)}"
 
-    def materialise() -> None:  # ls must hold the state: code that branches reads it
-        if known is not None:
-            body.append(f"    ls = {known}")
+    def _materialise(self) -> None:  # ls must hold the state: code that branches reads it
+        if self.known is not None:
+            self.body.append(f"    ls = {self.known}")
 
-    def word(expr: str) -> None:
-        nonlocal known
-        if known is None:
-            flush()
-            body.append(f"    if {ind} and ls: ap(P[{spaces}])")
-        elif known:
-            pending.append(f"P[{spaces}]")
-        pending.append(expr)
-        known = False
+    def _word(self, expr: str) -> None:
+        if self.known is None:
+            self._flush()
+            self.body.append(f"    if {self.ind} and ls: ap(P[{self.spaces}])")
+        elif self.known:
+            self.pending.append(f"P[{self.spaces}]")
+        self.pending.append(expr)
+        self.known = False
 
-    if parts:
-        ns[f"PD{n}_{a}"] = _Pads(terminals)
-        body.append("    P = PD[ind]")
-    if ci >= 0:  # the next value of the counter, the innermost one for the subtree
-        body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
-    names: list[str] = []
-    marks: list[int] = []
-    if opens:
-        for j, (prefix, _) in enumerate(binding.defines + binding.binds):
-            if j == len(binding.defines) and binding.local:
-                body.append("    saved = NUM[:]")  # the defined names stay outside
-            p = pid[prefix]
-            body += [f"    c = NUM[{p}]", f"    NUM[{p}] = c + 1", f"    n{j} = NAME{p}[c]"]
-            names.append(f"n{j}")
-        if binding.local and not binding.binds:
-            body.append("    saved = NUM[:]")
-        if binding.scope:  # only the lists its inside can grow need a mark
-            inside = frozenset().union(*(defined[k] for k in alt.kids)) | {t for _, t in binding.binds}
-            marks = sorted({i for t in inside for i in routes.get(t, ())})
-            body += [f"    m{i} = len(G{i})" for i in marks]
-    ind = "ind"
-    if shift and alt.kids:
-        body.append(f"    inner = ind + {shift}")
-    t = 0
-    for part in parts:
-        kind = type(part)
-        if kind is str:
-            pending.append(f"P[{2 * t} + ls]" if known is None else f"P[{2 * t + known}]")
-            known = part[-1] == "\n"
-            t += 1
-        elif kind is int:
-            if part == bind_at:  # the bound values, visible inside the last child only
-                flush()
-                first = len(binding.defines)
-                for j, (_, ty) in enumerate(binding.binds):
-                    body += [f"    G{i}.append(n{first + j})" for i in routes.get(ty, ())]
-            k, expr = alt.kids[part], f"kids[{part}]"
-            while r.forward[k]:  # a nonterminal that only passes its child through
-                expr, k = f"{expr}[2][0]", g.alts[k][0].kids[0]
-            group = use_group(k)
-            inner = "inner" if shift else "ind"
-            if group is not None:  # a use: read here, no call
-                ind = inner
-                word(f"G{group}[-1 - {ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
-                ind = "ind"
-                continue
-            flush()
-            materialise()
-            if r.cacheable[k]:
-                body.append(f"    ls = {ref(f'c{k}')}({expr}, {inner}, ls)")
-            elif len(g.alts[k]) == 1:
-                body.append(f"    ls = {ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
-            else:
-                body += [f"    x = {expr}", f"    ls = {ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
-            known = None
-        elif kind is NameRef:
-            word(names[int(part)])
-        elif kind is UseRef:
-            group = r.use_groups.index(binding.uses)
-            rank = int(part)
-            word(f"G{group}[-1]" if rank == 0 else f"G{group}[-1 - {rank} % len(G{group})]")
-        else:  # a counter: this alternative's own, or the innermost one's (perhaps none)
-            c = r.counter_index[part]
-            if c == ci:
-                word("v")
-                continue
-            if known is False:  # mid-line: an empty word changes nothing
-                pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
-                continue
-            flush()
-            materialise()
-            body += [f"    w = TOP[{c}]", "    if w >= 0:", f"        if ind and ls: ap(P[{spaces}])",
-                     "        ap(str(w))", "        ls = False"]
-            known = None
-    flush()
-    if opens:
-        body += [f"    del G{i}[m{i}:]" for i in marks]
-        if binding.local:
-            body.append("    NUM[:] = saved")
-        for j, (_, ty) in enumerate(binding.defines):  # visible after the alternative
-            body += [f"    G{i}.append(n{j})" for i in routes.get(ty, ())]
-    if ci >= 0:
-        body.append(f"    TOP[{ci}] = old")
-    body.append(f"    return {known if known is not None else 'ls'}")
-    return body
+    # -- the parts
+
+    def _prologue(self) -> None:
+        """The pads, the counter's next value, the names made and the scope's marks."""
+        body, binding = self.body, self.binding
+        if self.parts:
+            self.ns[f"PD{self.n}_{self.a}"] = _Pads(self.terminals)
+            body.append("    P = PD[ind]")
+        ci = self.ci
+        if ci >= 0:  # the next value of the counter, the innermost one for the subtree
+            body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
+        if self.opens:
+            for j, (prefix, _) in enumerate(binding.defines + binding.binds):
+                if j == len(binding.defines) and binding.local:
+                    body.append("    saved = NUM[:]")  # the defined names stay outside
+                p = self.plan.pid[prefix]
+                body += [f"    c = NUM[{p}]", f"    NUM[{p}] = c + 1", f"    n{j} = NAME{p}[c]"]
+                self.names.append(f"n{j}")
+            if binding.local and not binding.binds:
+                body.append("    saved = NUM[:]")
+            if binding.scope:  # only the lists its inside can grow need a mark
+                inside = (frozenset().union(*(self.plan.defined[k] for k in self.alt.kids))
+                          | {t for _, t in binding.binds})
+                self.marks = sorted({i for t in inside for i in self.plan.routes.get(t, ())})
+                body += [f"    m{i} = len(G{i})" for i in self.marks]
+        if self.shift and self.alt.kids:
+            body.append(f"    inner = ind + {self.shift}")
+
+    def _terminal(self, text: str, t: int) -> None:
+        known = self.known
+        self.pending.append(f"P[{2 * t} + ls]" if known is None else f"P[{2 * t + known}]")
+        self.known = text[-1] == "\n"
+
+    def _kid(self, part: int) -> None:
+        r, g, body = self.r, self.r.grammar, self.body
+        if part == self.bind_at:  # the bound values, visible inside the last child only
+            self._flush()
+            first = len(self.binding.defines)
+            for j, (_, ty) in enumerate(self.binding.binds):
+                body += [f"    G{i}.append(n{first + j})" for i in self.plan.routes.get(ty, ())]
+        k, expr = self.alt.kids[part], f"kids[{part}]"
+        while r.forward[k]:  # a nonterminal that only passes its child through
+            expr, k = f"{expr}[2][0]", g.alts[k][0].kids[0]
+        group = self.use_group(k)
+        inner = "inner" if self.shift else "ind"
+        if group is not None:  # a use: read here, no call
+            self.ind = inner
+            self._word(f"G{group}[-1 - {self._ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
+            self.ind = "ind"
+            return
+        self._flush()
+        self._materialise()
+        if r.cacheable[k]:
+            body.append(f"    ls = {self._ref(f'c{k}')}({expr}, {inner}, ls)")
+        elif len(g.alts[k]) == 1:
+            body.append(f"    ls = {self._ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
+        else:
+            body += [f"    x = {expr}", f"    ls = {self._ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
+        self.known = None
+
+    def _counter(self, name: str) -> None:
+        """A counter's value: this alternative's own, or the innermost one's (perhaps none)."""
+        c = self.r.counter_index[name]
+        if c == self.ci:
+            self._word("v")
+            return
+        if self.known is False:  # mid-line: an empty word changes nothing
+            self.pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
+            return
+        self._flush()
+        self._materialise()
+        self.body += [f"    w = TOP[{c}]", "    if w >= 0:", f"        if ind and ls: ap(P[{self.spaces}])",
+                      "        ap(str(w))", "        ls = False"]
+        self.known = None
+
+    def _epilogue(self) -> None:
+        """The scope closed, the defined names made visible, the counter restored."""
+        body, binding = self.body, self.binding
+        if self.opens:
+            body += [f"    del G{i}[m{i}:]" for i in self.marks]
+            if binding.local:
+                body.append("    NUM[:] = saved")
+            for j, (_, ty) in enumerate(binding.defines):  # visible after the alternative
+                body += [f"    G{i}.append(n{j})" for i in self.plan.routes.get(ty, ())]
+        if self.ci >= 0:
+            body.append(f"    TOP[{self.ci}] = old")
+        body.append(f"    return {self.known if self.known is not None else 'ls'}")
