@@ -22,6 +22,7 @@ from harness.core.codec import decode, encode
 from harness.core.grammar import default_grammar
 from harness.core.mutate import CROSSOVER_OPERATORS, MUTATION_OPERATORS, FastRandom, Mutator, python_byte_mutate
 from harness.core.render import render
+from harness.core.tree_ops import delete_repeated, swap_repeated
 from harness.core.walk import random_trees
 from shapes import ALL_SITES, Program, Thread, from_shape, from_tree, shape, to_tree
 
@@ -189,7 +190,7 @@ def test_libfuzzer_byte_mutation_is_used_when_installed():
 def test_regenerated_subtrees_follow_the_pcfg_weights():
     mutator = Mutator(G)
     region = G.ids["<region>"]
-    counts = Counter(mutator._regenerate(region, 5)[1] for _ in range(60_000))
+    counts = Counter(mutator.context.regenerate(region, 5)[1] for _ in range(60_000))
     for a, p in enumerate(G.probabilities(region)):
         assert abs(counts[a] / 60_000 - p) < 0.01, (a, counts[a] / 60_000, p)
 
@@ -220,12 +221,12 @@ def test_operators_make_the_changes_they_name():
     seen = Counter()
     for seed in range(300):
         mutator.rng.seed(seed)
-        smaller = from_tree(mutator.delete_repeated(tree))
+        smaller = from_tree(delete_repeated(mutator.context, tree).result)
         seen[shape(smaller)] += 1
     # a thread, a site or the optional %icall went, and nothing else
     assert set(seen) == {"t0[icall; for:freeze, arith]", "t0[if:call/llvm]", "t0[icall; arith] t1[if:call/llvm]",
             "t0[icall; for:freeze] t1[if:call/llvm]", "t0[for:freeze, arith] t1[if:call/llvm]"}
     mutator.rng.seed(1)
-    swapped = {shape(from_tree(mutator.swap_repeated(tree))) for _ in range(50)}
+    swapped = {shape(from_tree(swap_repeated(mutator.context, tree).result)) for _ in range(50)}
     assert "t0[if:call/llvm] t1[icall; for:freeze, arith]" in swapped
     assert "t0[icall; arith, for:freeze] t1[if:call/llvm]" in swapped

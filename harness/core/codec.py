@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 
+from harness.core.codegen import Module
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.tree import decisions, kid_calls
 from harness.core.walk import walker
@@ -47,8 +48,9 @@ class BytesModel:
     (``memo``, shared between inputs of one grammar)."""
 
     tables = False
-    #: The walk may run specialised code reading ``data`` from ``position`` (walk.py).
-    reads_bytes = True
+    #: The walk may run its compiled bytes walk reading ``data`` from ``position``
+    #: for this class's draws (:func:`harness.core.walk.compiled_walk`).
+    compiled_walk: str | None = "bytes"
 
     def __init__(self, grammar: CompiledGrammar, data: bytes = b"", memo: dict | None = None) -> None:
         self.data = data
@@ -94,15 +96,20 @@ class BytesModel:
 _MEMO_LIMIT = 100_000
 
 
-def _decoder(grammar: CompiledGrammar) -> tuple[BytesModel, object]:
-    model = BytesModel(grammar, b"", {})
-    return model, walker(grammar, model)
+class _Decoders(threading.local):
+    """A grammar's decoder for each thread that decodes: a model and the walk bound to
+    it (the model holds the input being read, so a thread cannot share it; it goes
+    with its thread)."""
+
+    def __init__(self, grammar: CompiledGrammar) -> None:
+        self.model = BytesModel(grammar, b"", {})
+        self.expand = walker(grammar, self.model)
 
 
 def decode(data: bytes, grammar: CompiledGrammar) -> Node:
     """The tree ``data`` stands for; never raises for bytes."""
-    # one bound walk per thread (the model holds the input being read)
-    model, expand = grammar.derived(("decoder", threading.get_ident()), lambda: _decoder(grammar))
+    decoder = grammar.derived(_Decoders)
+    model, expand = decoder.model, decoder.expand
     if len(model.memo) > _MEMO_LIMIT:
         model.memo.clear()
     model.reset(data)
@@ -111,14 +118,14 @@ def decode(data: bytes, grammar: CompiledGrammar) -> Node:
 
 def encode(tree: Node, grammar: CompiledGrammar) -> bytes:
     """The shortest bytes that decode to ``tree``."""
-    return grammar.derived("encoder", lambda: _encoder(grammar))[0](tree)
+    return grammar.derived(_encoder)[0](tree)
 
 
 def encode_full(node: Node, grammar: CompiledGrammar) -> tuple[bytes, int]:
     """A subtree's encoding before trailing bytes are dropped, and where its meaningful
     bytes end (0: none).  It does not depend on where the subtree sits, so an edited
     tree's encoding is its original's with one span replaced (:class:`Layout`)."""
-    return grammar.derived("encoder", lambda: _encoder(grammar))[1](node)
+    return grammar.derived(_encoder)[1](node)
 
 
 class Layout:
@@ -134,7 +141,7 @@ class Layout:
     __slots__ = ("full", "spans", "placed", "marks", "grammar")
 
     def __init__(self, tree: Node, grammar: CompiledGrammar) -> None:
-        build = grammar.derived("layout-builder", lambda: _layout_builder(grammar))
+        build = grammar.derived(_layout_builder)
         self.full, self.spans, self.placed, self.marks = build(tree)
         self.grammar = grammar
 
@@ -201,7 +208,23 @@ class Layout:
 
 
 def _encoder(grammar: CompiledGrammar):
-    """``(encode_tree, encode_node)``, compiled to Python source for the grammar (as the
+    """``(encode_tree, encode_node)``: :func:`encoder_module`, run."""
+    ns = encoder_module(grammar).load()
+    lock = threading.Lock()  # the module's buffers are one per grammar
+
+    def encode_tree(tree: Node) -> bytes:
+        with lock:
+            return ns["encode_tree"](tree)
+
+    def encode_node(node: Node) -> tuple[bytes, int]:
+        with lock:
+            return ns["encode_node"](node)
+
+    return encode_tree, encode_node
+
+
+def encoder_module(grammar: CompiledGrammar) -> Module:
+    """``encode_tree(tree)`` and ``encode_node(node)`` as Python source for the grammar (as the
     random walk is, :mod:`harness.core.walk`): one function per nonterminal appending
     its choice byte, its children (unique ones are nothing: skipped at compile time)
     and its padding to ``out``, and the end of every meaningful byte (a choice other
@@ -210,8 +233,9 @@ def _encoder(grammar: CompiledGrammar):
     g = grammar
     alts, width, smallest, cheapest, unique, tables = (
         g.alts, g.width, g.smallest_byte, g.cheapest, g.unique, g.tables)
-    ns: dict = {"out": bytearray(), "marks": [], "entries": {}, "TABLES": tables}
-    lines: list[str] = []
+    module = Module(f"<encoder of {g.source}>",
+                    constants={"out": bytearray(), "marks": [], "entries": {}, "TABLES": tables})
+    ns, lines = module.constants, module.lines
     # A choice with nothing encoded below it is one byte, written in its parent's code.
     one_byte = [len(alts[n]) > 1 and width[n] == 1 and unique[n] is None
                 and all(unique[k] is not None for alt in alts[n] for k in alt.kids)
@@ -275,28 +299,30 @@ def _encoder(grammar: CompiledGrammar):
         "E = [" + ", ".join("None" if unique[n] is not None else f"e{n}" for n in range(len(g.names))) + "]",
     ]
     ns["U"] = unique
-    exec(compile("\n".join(lines), f"<encoder of {g.source}>", "exec"), ns)
-    lock = threading.Lock()  # one buffer per grammar
-
-    def encode_tree(tree: Node) -> bytes:
-        with lock:
-            return ns["encode_tree"](tree)
-
-    def encode_node(node: Node) -> tuple[bytes, int]:
-        with lock:
-            return ns["encode_node"](node)
-
-    return encode_tree, encode_node
+    return module
 
 
 def _layout_builder(grammar: CompiledGrammar):
-    """``build(tree) -> (full, spans, placed, marks)`` for :class:`Layout`, compiled as the
+    """``build(tree) -> (full, spans, placed, marks)`` for :class:`Layout`:
+    :func:`layout_module`, run."""
+    ns = layout_module(grammar).load()
+    lock = threading.Lock()  # the module globals hold the layout being built
+
+    def build(tree: Node) -> tuple[bytes, dict, dict, list[int]]:
+        with lock:
+            return ns["build"](tree)
+
+    return build
+
+
+def layout_module(grammar: CompiledGrammar) -> Module:
+    """``build(tree)`` for :class:`Layout` as Python source for the grammar, compiled as the
     encoder is: the encoder's functions, each also taking the node's path and recording
     its span (no table shortcut: edits reach inside tabulated subtrees too)."""
     g = grammar
     alts, width, smallest, cheapest, unique = g.alts, g.width, g.smallest_byte, g.cheapest, g.unique
-    ns: dict = {"U": unique}
-    lines: list[str] = []
+    module = Module(f"<layout builder of {g.source}>", constants={"U": unique})
+    ns, lines = module.constants, module.lines
     for n in range(len(g.names)):
         if unique[n] is not None:
             continue
@@ -320,14 +346,7 @@ def _layout_builder(grammar: CompiledGrammar):
         "    if U[tree[0]] is None: L[tree[0]](tree, ())",
         "    return bytes(out), spans, placed, marks",
     ]
-    exec(compile("\n".join(lines), f"<layout builder of {g.source}>", "exec"), ns)
-    lock = threading.Lock()  # the module globals hold the layout being built
-
-    def build(tree: Node) -> tuple[bytes, dict, dict, list[int]]:
-        with lock:
-            return ns["build"](tree)
-
-    return build
+    return module
 
 
 def nonempty(encoding: bytes, tree: Node, grammar: CompiledGrammar) -> bytes:

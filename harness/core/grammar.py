@@ -56,8 +56,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate, product
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Hashable, Mapping, TypeVar
 
+from harness.core.recursion import allow_trees_of_depth, deep_recursion
 from harness.core.scope import OPTIONS as SCOPE_OPTIONS
 from harness.core.scope import Binding, NameRef, UseRef, parse_binding, unscoped_use
 
@@ -101,6 +102,8 @@ class Alternative:
     indent: int
     label: str
     binding: Binding | None = None  # values it defines, binds or uses (harness.core.scope)
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -147,13 +150,20 @@ class CompiledGrammar:
     counters: tuple[str, ...] = ()
     alt_kids: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
 
-    def derived(self, key: Any, make: Any) -> Any:
-        """What ``make()`` computes from this grammar, computed once per ``key`` and kept
-        with the grammar (renderers, encoders, rankings: they live as long as it does)."""
+    def derived(self, make: Callable[..., _T], *args: Hashable) -> _T:
+        """``make(self, *args)``, computed once and kept with the grammar (compiled passes,
+        renderers, rankings: they live as long as it does).
+
+        Keyed on everything it depends on: the function that computes it, its
+        arguments, and this grammar, which nothing changes once :func:`compile_grammar`
+        has returned it (a grammar file edited on disk is a new grammar object,
+        :func:`load_file`).  So a value is never served for another question, and
+        there are no names to keep apart."""
         cache = self.__dict__.setdefault("_derived", {})
+        key = (make, args)
         value = cache.get(key)
         if value is None:
-            value = cache[key] = make()
+            value = cache[key] = make(self, *args)
         return value
 
     @property
@@ -408,6 +418,8 @@ def compile_grammar(
     g.renderings = {"canonical": [[a.parts for a in alt_list] for alt_list in g.alts]}
     for style, overrides in (renderings or {}).items():
         g.renderings[style] = _rendering(g, style, overrides, fail)
+    # the one point where trees this deep become possible (harness.core.recursion)
+    allow_trees_of_depth(g.max_depth if g.max_bytes is None else g.deepest[g.start])
     return g
 
 
@@ -490,15 +502,10 @@ def _languages(g: CompiledGrammar) -> None:
             own = 1 if len(g.alts[n]) > 1 else 0
             width[n] = own + max(sum(width[k] for k in a.kids) for a in g.alts[n])  # type: ignore[misc]
 
-    import sys
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(g.names) + 1000))
-    try:
+    with deep_recursion(10 * len(g.names) + 1000):  # one frame per nonterminal on a path
         for n in range(len(g.names)):
             if state[n] == 0:
                 visit(n)
-    finally:
-        sys.setrecursionlimit(limit)
     # A nonterminal that is part of a cycle was marked finite before the cycle closed: redo
     # the marking until stable, so that anything reaching recursion is infinite.
     changed = True

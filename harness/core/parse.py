@@ -108,7 +108,7 @@ class _Matcher:
         self.active: set[tuple[int, int]] = set()
         self.cuts = 0  # how often the left-recursion guard cut a search short
         self.memo: dict[tuple, list[tuple[Node, int, _State]]] = {}
-        self.heads = grammar.derived(("parse-heads", r.style), lambda: _heads(r))
+        self.heads = grammar.derived(_heads, r.style)
 
     def _advance(self, piece: str, pos: int) -> int | None:
         if self.text.startswith(piece, pos):
@@ -233,13 +233,13 @@ class _Matcher:
 _REF = r"\S*?"  # a counter value or a value's name: some non-blank text (maybe none)
 
 
-def _heads(r: Renderer) -> list[list[re.Pattern[str] | None]]:
+def _heads(grammar: CompiledGrammar, style: str) -> list[list[re.Pattern[str] | None]]:
     """Per (nonterminal, alternative): a regex the text must match where the alternative
     starts, built from its terminals before the first nonterminal (references and
     indentation as wildcards), or None.  A cheap necessary condition: it spares the
     exact match its state copies on alternatives that plainly do not fit."""
     out = []
-    for per_alt in r.steps:
+    for per_alt in renderer(grammar, style).steps:
         row = []
         for parts, *_ in per_alt:
             pattern = ""

@@ -32,11 +32,11 @@ profile cheap.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from itertools import accumulate
 
 from harness.core.grammar import CompiledGrammar, Node
+from harness.core.recursion import allow_trees_of_depth
 
 __all__ = ["Ranking", "RankingError", "ranking"]
 
@@ -101,8 +101,7 @@ class Ranking:
                        for i in range(g.count[n])]
                 self._listed[n] = own
                 self._listed_rank[n] = {tree: i for i, tree in enumerate(own)}
-        if max_depth + 100 > sys.getrecursionlimit():
-            sys.setrecursionlimit(max_depth * 2 + 200)
+        allow_trees_of_depth(max_depth)  # (un)ranking recurses once per level
 
     # ----------------------------------------------------------------- counts
 
@@ -209,7 +208,7 @@ class Ranking:
 
 def ranking(grammar: CompiledGrammar, max_depth: int | None = None) -> Ranking:
     """The (cached) ranking of ``grammar``'s start symbol up to ``max_depth``."""
-    return grammar.derived(("ranking", max_depth), lambda: Ranking(grammar, max_depth))
+    return grammar.derived(Ranking, max_depth)
 
 
 

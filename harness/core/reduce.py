@@ -63,7 +63,7 @@ def sort_key(grammar: CompiledGrammar, tree: Node) -> tuple[int, int]:
 
 
 def grammar_ranks(grammar: CompiledGrammar) -> list[tuple[int, ...]]:
-    return grammar.derived("ranks", lambda: _ranks(grammar))
+    return grammar.derived(_ranks)
 
 
 @dataclass

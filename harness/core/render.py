@@ -239,7 +239,7 @@ class _State:
 
 def renderer(grammar: CompiledGrammar, style: str = "canonical") -> Renderer:
     """The grammar's renderer for ``style`` (one per grammar and style: it keeps the text cache)."""
-    return grammar.derived(("renderer", style), lambda: Renderer(grammar, style))
+    return grammar.derived(Renderer, style)
 
 
 def render(tree: Node, grammar: CompiledGrammar, style: str = "canonical") -> str:

@@ -24,8 +24,10 @@ It gives the interpreter's text for every tree (tests compare them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from harness.core.codegen import Module
 from harness.core.grammar import CompiledGrammar, Node
 from harness.core.scope import NameRef, UseRef
 
@@ -82,34 +84,76 @@ def _closure(grammar: CompiledGrammar, own: list[frozenset]) -> list[frozenset]:
 def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterable[Node], str], str], list]:
     """``render(tree) -> text`` and ``render_batch(trees, separator) -> text`` (the texts
     joined by ``separator``, in one join: what a stream of programs is written as): the
-    pass of ``r`` as specialised Python source; and the one-item list where
-    ``render_batch`` keeps the tree it is at (for the error of a tree that fails)."""
+    pass of ``r`` as specialised Python source (:func:`render_pass_module`); and the
+    one-item list where ``render_batch`` keeps the tree it is at (for the error of a
+    tree that fails)."""
+    ns = render_pass_module(r).load()
+    return ns["render"], ns["render_batch"], ns["CURRENT"]
+
+
+@dataclass
+class _Plan:
+    """What the pass's source is made from, besides the renderer's steps."""
+
+    prefixes: list[str]  # the name prefixes defines and binds make names with
+    pid: dict[str, int]  # prefix -> its index in NUM
+    routes: dict[str, list[int]]  # type -> the group lists a value of it goes into
+    defined: list[frozenset]  # per nonterminal, the types its subtree can define or bind
+    takes: list[frozenset]  # per nonterminal, the counters its subtree takes (a cached text's key)
+    reads: list[frozenset]  # per nonterminal, the counters its subtree reads ($NAME)
+
+
+def _plan(r: "Renderer") -> _Plan:
     g = r.grammar
-    counters = len(g.counters)
-    groups = r.use_groups
     prefixes = sorted({p for alt_list in g.alts for alt in alt_list if alt.binding
                        for p, _ in alt.binding.defines + alt.binding.binds})
-    pid = {p: i for i, p in enumerate(prefixes)}
-    routes: dict[str, list[int]] = {}  # type -> the group lists a value of it goes into
-    for i, group in enumerate(groups):
+    routes: dict[str, list[int]] = {}
+    for i, group in enumerate(r.use_groups):
         for t in group:
             routes.setdefault(t, []).append(i)
     defined = _closure(g, [frozenset(t for alt in alt_list if alt.binding
                                      for _, t in alt.binding.defines + alt.binding.binds)
                            for alt_list in g.alts])
-    # the counters a subtree takes (option counter) and reads ($NAME): a cached text's key
     takes = _closure(g, [frozenset(r.counter_index[alt.counter] for alt in alt_list if alt.counter)
                          for alt_list in g.alts])
     reads = _closure(g, [frozenset(r.counter_index[p] for parts in r.parts[n] for p in parts
                                    if type(p) not in (str, int, NameRef, UseRef))
                          for n in range(len(g.alts))])
+    return _Plan(prefixes, {p: i for i, p in enumerate(prefixes)}, routes, defined, takes, reads)
+
+
+def render_pass_module(r: "Renderer") -> Module:
+    """The render pass of ``r`` as Python source: its state (the output list ``OUT``,
+    the counters ``NXT``/``TOP``, the name numbers ``NUM``, the binder's lists ``G*``),
+    a function per alternative (:func:`_alternatives_source`), the cached tabulated
+    subtrees (:func:`_cached`) and the drivers (:func:`_drivers_source`)."""
+    g = r.grammar
+    plan = _plan(r)
     out: list[str] = []
-    ns: dict = {"OUT": out, "ap": out.append, "NXT": [0] * counters, "TOP": [-1] * counters,
-                "NUM": [0] * len(prefixes), "LIMIT": _CACHE_LIMIT}
-    for i, p in enumerate(prefixes):
+    module = Module(f"<render pass of {g.source} ({r.style})>", constants={
+        "OUT": out, "ap": out.append, "NXT": [0] * len(g.counters), "TOP": [-1] * len(g.counters),
+        "NUM": [0] * len(plan.prefixes), "LIMIT": _CACHE_LIMIT})
+    ns = module.constants
+    for i, p in enumerate(plan.prefixes):
         ns[f"NAME{i}"] = _Names(p)
-    for i in range(len(groups)):
+    for i in range(len(r.use_groups)):
         ns[f"G{i}"] = []
+    module.lines += _alternatives_source(r, plan, ns)
+    module.lines += _drivers_source(r, len(plan.prefixes))
+    ns["FORWARD"] = r.forward
+    ns["CURRENT"] = [None]
+    return module
+
+
+def _alternatives_source(r: "Renderer", plan: _Plan, ns: dict) -> list[str]:
+    """``R{n}[a]``, the function of alternative a of n, and ``c{n}`` for a cacheable n.
+
+    The functions of alternatives that differ only in their terminals and in which
+    nonterminals they call are made by one factory (given the pads and the callees):
+    a third of the source to compile, which is start-up time.  The lists exist before
+    any function does, so recursion needs no order."""
+    g = r.grammar
+    groups = r.use_groups
 
     def use_group(k: int) -> int | None:
         """The type set of a use nonterminal (every alternative one ``$^K`` of it)."""
@@ -123,11 +167,6 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         ns[f"RANK{k}"] = tuple(int(r.parts[k][a][0]) for a in range(len(g.alts[k])))
         return groups.index(first.uses)
 
-    # The functions of alternatives that differ only in their terminals and in which
-    # nonterminals they call are made by one factory (given the pads and the callees):
-    # a third of the source to compile, which is start-up time.  ``R{n}[a]`` is the
-    # function of alternative a of n; the lists exist before any function does, so
-    # recursion needs no order.
     source: list[str] = []
     calls: list[str] = []
     bodies: dict[tuple[str, ...], int] = {}
@@ -135,7 +174,7 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         ns[f"R{n}"] = [None] * len(alt_list)
         for a, alt in enumerate(alt_list):
             refs: list[str] = []
-            body = tuple(_alternative(r, n, a, ns, pid, routes, defined, use_group, refs))
+            body = tuple(_AlternativeBody(r, n, a, ns, plan, use_group, refs).build())
             factory = bodies.get(body)
             if factory is None:
                 factory = bodies[body] = len(bodies)
@@ -145,9 +184,16 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
             pads = f"PD{n}_{a}" if f"PD{n}_{a}" in ns else "None"
             calls.append(f"R{n}[{a}] = f{factory}({pads}{''.join(', ' + ref for ref in refs)})")
         if r.cacheable[n]:
-            source += _cached(g, n, takes[n], reads[n], ns)
-    source += calls
-    source += [
+            source += _cached(g, n, plan.takes[n], plan.reads[n], ns)
+    return source + calls
+
+
+def _drivers_source(r: "Renderer", prefixes: int) -> list[str]:
+    """``miss`` (a cacheable subtree rendered and kept), the tables ``R`` and ``C``, and
+    ``render``/``render_batch``, each program from a fresh state."""
+    g = r.grammar
+    counters = len(g.counters)
+    source = [
         "def miss(k, node, ind, ls, cache, key, takes):",
         "    before = [NXT[i] for i in takes]",
         "    mark = len(OUT)",
@@ -163,14 +209,14 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
     ]
     one = [  # one program into OUT, from a fresh state
         *(f"NXT[{i}] = 0; TOP[{i}] = -1" for i in range(counters)),
-        *(f"NUM[{i}] = 0" for i in range(len(prefixes))),
-        *(f"G{i}.clear()" for i in range(len(groups))),
+        *(f"NUM[{i}] = 0" for i in range(prefixes)),
+        *(f"G{i}.clear()" for i in range(len(r.use_groups))),
         "k, x = tree[0], tree",
         "while FORWARD[k]: x = x[2][0]; k = x[0]",
         "if C[k] is not None: C[k](x, 0, True)",
         "else: R[k][x[1]](x[2], 0, True)",
     ]
-    source += [
+    return source + [
         "def render(tree):",
         "    OUT.clear()",
         *(f"    {line}" for line in one),
@@ -194,10 +240,6 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         "    CURRENT[0] = None",
         "    return text",
     ]
-    ns["FORWARD"] = r.forward
-    ns["CURRENT"] = current = [None]
-    exec(compile("\n".join(source), f"<render pass of {g.source} ({r.style})>", "exec"), ns)
-    return ns["render"], ns["render_batch"], current
 
 
 def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: dict) -> list[str]:
@@ -220,127 +262,160 @@ def _cached(g: CompiledGrammar, k: int, takes: frozenset, reads: frozenset, ns: 
     return lines
 
 
-def _alternative(r: "Renderer", n: int, a: int, ns: dict, pid: dict, routes: dict,
-                 defined: list[frozenset], use_group, refs: list[str]) -> list[str]:
-    """The body of ``r{n}_{a}(kids, ind, ls) -> ls``, one alternative's part of the
-    pass (its terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``)."""
-    g = r.grammar
-    alt = g.alts[n][a]
-    parts, ci, shift, binding, bind_at, opens = r.steps[n][a]
-    terminals = tuple(p for p in parts if type(p) is str)
-    spaces = 2 * len(terminals)  # P[spaces]: the indentation before a word
-    body: list[str] = []
-    pending: list[str] = []  # pieces of one f-string, emitted together
-    known: object = None  # the line-start state where the code so far fixes it
+class _AlternativeBody:
+    """The body of ``r(kids, ind, ls) -> ls``, one alternative's part of the pass (its
+    terminals are ``PD[ind]``, what it calls ``K0``, ``K1``... naming ``refs``), built part
+    by part: runs of terminals and words are joined into one f-string (``pending``), and
+    the line-start state is a constant (``known``) wherever the code so far fixes it."""
 
-    def flush() -> None:
+    def __init__(self, r: "Renderer", n: int, a: int, ns: dict, plan: _Plan, use_group,
+                 refs: list[str]) -> None:
+        self.r, self.n, self.a, self.ns, self.plan, self.use_group, self.refs = r, n, a, ns, plan, use_group, refs
+        self.alt = r.grammar.alts[n][a]
+        self.parts, self.ci, self.shift, self.binding, self.bind_at, self.opens = r.steps[n][a]
+        self.terminals = tuple(p for p in self.parts if type(p) is str)
+        self.spaces = 2 * len(self.terminals)  # P[spaces]: the indentation before a word
+        self.body: list[str] = []
+        self.pending: list[str] = []  # pieces of one f-string, emitted together
+        self.known: object = None  # the line-start state where the code so far fixes it
+        self.names: list[str] = []  # the variables holding the names this alternative makes
+        self.marks: list[int] = []  # the binder lists its scope truncates on the way out
+        self.ind = "ind"  # the indentation a word is written at
+
+    def build(self) -> list[str]:
+        self._prologue()
+        t = 0
+        for part in self.parts:
+            kind = type(part)
+            if kind is str:
+                self._terminal(part, t)
+                t += 1
+            elif kind is int:
+                self._kid(part)
+            elif kind is NameRef:
+                self._word(self.names[int(part)])
+            elif kind is UseRef:
+                group = self.r.use_groups.index(self.binding.uses)
+                rank = int(part)
+                self._word(f"G{group}[-1]" if rank == 0 else f"G{group}[-1 - {rank} % len(G{group})]")
+            else:
+                self._counter(part)
+        self._flush()
+        self._epilogue()
+        return self.body
+
+    # -- emitting
+
+    def _flush(self) -> None:
+        pending = self.pending
         if len(pending) == 1:
-            body.append(f"    ap({pending[0]})")
+            self.body.append(f"    ap({pending[0]})")
         elif pending:
-            body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
+            self.body.append('    ap(f"' + "".join("{" + p + "}" for p in pending) + '")')
         pending.clear()
 
-    def ref(name: str) -> str:
-        if name not in refs:
-            refs.append(name)
-        return f"K{refs.index(name)}"
+    def _ref(self, name: str) -> str:
+        if name not in self.refs:
+            self.refs.append(name)
+        return f"K{self.refs.index(name)}"
 
-    def materialise() -> None:  # ls must hold the state: code that branches reads it
-        if known is not None:
-            body.append(f"    ls = {known}")
+    def _materialise(self) -> None:  # ls must hold the state: code that branches reads it
+        if self.known is not None:
+            self.body.append(f"    ls = {self.known}")
 
-    def word(expr: str) -> None:
-        nonlocal known
-        if known is None:
-            flush()
-            body.append(f"    if {ind} and ls: ap(P[{spaces}])")
-        elif known:
-            pending.append(f"P[{spaces}]")
-        pending.append(expr)
-        known = False
+    def _word(self, expr: str) -> None:
+        if self.known is None:
+            self._flush()
+            self.body.append(f"    if {self.ind} and ls: ap(P[{self.spaces}])")
+        elif self.known:
+            self.pending.append(f"P[{self.spaces}]")
+        self.pending.append(expr)
+        self.known = False
 
-    if parts:
-        ns[f"PD{n}_{a}"] = _Pads(terminals)
-        body.append("    P = PD[ind]")
-    if ci >= 0:  # the next value of the counter, the innermost one for the subtree
-        body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
-    names: list[str] = []
-    marks: list[int] = []
-    if opens:
-        for j, (prefix, _) in enumerate(binding.defines + binding.binds):
-            if j == len(binding.defines) and binding.local:
-                body.append("    saved = NUM[:]")  # the defined names stay outside
-            p = pid[prefix]
-            body += [f"    c = NUM[{p}]", f"    NUM[{p}] = c + 1", f"    n{j} = NAME{p}[c]"]
-            names.append(f"n{j}")
-        if binding.local and not binding.binds:
-            body.append("    saved = NUM[:]")
-        if binding.scope:  # only the lists its inside can grow need a mark
-            inside = frozenset().union(*(defined[k] for k in alt.kids)) | {t for _, t in binding.binds}
-            marks = sorted({i for t in inside for i in routes.get(t, ())})
-            body += [f"    m{i} = len(G{i})" for i in marks]
-    ind = "ind"
-    if shift and alt.kids:
-        body.append(f"    inner = ind + {shift}")
-    t = 0
-    for part in parts:
-        kind = type(part)
-        if kind is str:
-            pending.append(f"P[{2 * t} + ls]" if known is None else f"P[{2 * t + known}]")
-            known = part[-1] == "\n"
-            t += 1
-        elif kind is int:
-            if part == bind_at:  # the bound values, visible inside the last child only
-                flush()
-                first = len(binding.defines)
-                for j, (_, ty) in enumerate(binding.binds):
-                    body += [f"    G{i}.append(n{first + j})" for i in routes.get(ty, ())]
-            k, expr = alt.kids[part], f"kids[{part}]"
-            while r.forward[k]:  # a nonterminal that only passes its child through
-                expr, k = f"{expr}[2][0]", g.alts[k][0].kids[0]
-            group = use_group(k)
-            inner = "inner" if shift else "ind"
-            if group is not None:  # a use: read here, no call
-                ind = inner
-                word(f"G{group}[-1 - {ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
-                ind = "ind"
-                continue
-            flush()
-            materialise()
-            if r.cacheable[k]:
-                body.append(f"    ls = {ref(f'c{k}')}({expr}, {inner}, ls)")
-            elif len(g.alts[k]) == 1:
-                body.append(f"    ls = {ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
-            else:
-                body += [f"    x = {expr}", f"    ls = {ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
-            known = None
-        elif kind is NameRef:
-            word(names[int(part)])
-        elif kind is UseRef:
-            group = r.use_groups.index(binding.uses)
-            rank = int(part)
-            word(f"G{group}[-1]" if rank == 0 else f"G{group}[-1 - {rank} % len(G{group})]")
-        else:  # a counter: this alternative's own, or the innermost one's (perhaps none)
-            c = r.counter_index[part]
-            if c == ci:
-                word("v")
-                continue
-            if known is False:  # mid-line: an empty word changes nothing
-                pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
-                continue
-            flush()
-            materialise()
-            body += [f"    w = TOP[{c}]", "    if w >= 0:", f"        if ind and ls: ap(P[{spaces}])",
-                     "        ap(str(w))", "        ls = False"]
-            known = None
-    flush()
-    if opens:
-        body += [f"    del G{i}[m{i}:]" for i in marks]
-        if binding.local:
-            body.append("    NUM[:] = saved")
-        for j, (_, ty) in enumerate(binding.defines):  # visible after the alternative
-            body += [f"    G{i}.append(n{j})" for i in routes.get(ty, ())]
-    if ci >= 0:
-        body.append(f"    TOP[{ci}] = old")
-    body.append(f"    return {known if known is not None else 'ls'}")
-    return body
+    # -- the parts
+
+    def _prologue(self) -> None:
+        """The pads, the counter's next value, the names made and the scope's marks."""
+        body, binding = self.body, self.binding
+        if self.parts:
+            self.ns[f"PD{self.n}_{self.a}"] = _Pads(self.terminals)
+            body.append("    P = PD[ind]")
+        ci = self.ci
+        if ci >= 0:  # the next value of the counter, the innermost one for the subtree
+            body += [f"    old = TOP[{ci}]", f"    TOP[{ci}] = v = NXT[{ci}]", f"    NXT[{ci}] = v + 1"]
+        if self.opens:
+            for j, (prefix, _) in enumerate(binding.defines + binding.binds):
+                if j == len(binding.defines) and binding.local:
+                    body.append("    saved = NUM[:]")  # the defined names stay outside
+                p = self.plan.pid[prefix]
+                body += [f"    c = NUM[{p}]", f"    NUM[{p}] = c + 1", f"    n{j} = NAME{p}[c]"]
+                self.names.append(f"n{j}")
+            if binding.local and not binding.binds:
+                body.append("    saved = NUM[:]")
+            if binding.scope:  # only the lists its inside can grow need a mark
+                inside = (frozenset().union(*(self.plan.defined[k] for k in self.alt.kids))
+                          | {t for _, t in binding.binds})
+                self.marks = sorted({i for t in inside for i in self.plan.routes.get(t, ())})
+                body += [f"    m{i} = len(G{i})" for i in self.marks]
+        if self.shift and self.alt.kids:
+            body.append(f"    inner = ind + {self.shift}")
+
+    def _terminal(self, text: str, t: int) -> None:
+        known = self.known
+        self.pending.append(f"P[{2 * t} + ls]" if known is None else f"P[{2 * t + known}]")
+        self.known = text[-1] == "\n"
+
+    def _kid(self, part: int) -> None:
+        r, g, body = self.r, self.r.grammar, self.body
+        if part == self.bind_at:  # the bound values, visible inside the last child only
+            self._flush()
+            first = len(self.binding.defines)
+            for j, (_, ty) in enumerate(self.binding.binds):
+                body += [f"    G{i}.append(n{first + j})" for i in self.plan.routes.get(ty, ())]
+        k, expr = self.alt.kids[part], f"kids[{part}]"
+        while r.forward[k]:  # a nonterminal that only passes its child through
+            expr, k = f"{expr}[2][0]", g.alts[k][0].kids[0]
+        group = self.use_group(k)
+        inner = "inner" if self.shift else "ind"
+        if group is not None:  # a use: read here, no call
+            self.ind = inner
+            self._word(f"G{group}[-1 - {self._ref(f'RANK{k}')}[{expr}[1]] % len(G{group})]")
+            self.ind = "ind"
+            return
+        self._flush()
+        self._materialise()
+        if r.cacheable[k]:
+            body.append(f"    ls = {self._ref(f'c{k}')}({expr}, {inner}, ls)")
+        elif len(g.alts[k]) == 1:
+            body.append(f"    ls = {self._ref(f'R{k}')}[0]({expr}[2], {inner}, ls)")
+        else:
+            body += [f"    x = {expr}", f"    ls = {self._ref(f'R{k}')}[x[1]](x[2], {inner}, ls)"]
+        self.known = None
+
+    def _counter(self, name: str) -> None:
+        """A counter's value: this alternative's own, or the innermost one's (perhaps none)."""
+        c = self.r.counter_index[name]
+        if c == self.ci:
+            self._word("v")
+            return
+        if self.known is False:  # mid-line: an empty word changes nothing
+            self.pending.append(f"TOP[{c}] if TOP[{c}] >= 0 else ''")
+            return
+        self._flush()
+        self._materialise()
+        self.body += [f"    w = TOP[{c}]", "    if w >= 0:", f"        if ind and ls: ap(P[{self.spaces}])",
+                      "        ap(str(w))", "        ls = False"]
+        self.known = None
+
+    def _epilogue(self) -> None:
+        """The scope closed, the defined names made visible, the counter restored."""
+        body, binding = self.body, self.binding
+        if self.opens:
+            body += [f"    del G{i}[m{i}:]" for i in self.marks]
+            if binding.local:
+                body.append("    NUM[:] = saved")
+            for j, (_, ty) in enumerate(binding.defines):  # visible after the alternative
+                body += [f"    G{i}.append(n{j})" for i in self.plan.routes.get(ty, ())]
+        if self.ci >= 0:
+            body.append(f"    TOP[{self.ci}] = old")
+        body.append(f"    return {self.known if self.known is not None else 'ls'}")

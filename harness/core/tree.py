@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterator
 
+from harness.core.codegen import Module
 from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
 
 Path = tuple[int, ...]
@@ -46,7 +47,7 @@ def choice_nodes(grammar: CompiledGrammar, tree: Node) -> list[tuple[Path, Node]
     """(path, node) of every node that has a choice at or below it (the nodes an encoding
     holds bytes for: a node of a unique nonterminal has none), in pre-order.  Compiled
     per grammar, one function per nonterminal: a mutator lists every new input's nodes."""
-    return grammar.derived("choice-nodes", lambda: _compile_choice_nodes(grammar))(tree)
+    return grammar.derived(_compile_choice_nodes)(tree)
 
 
 def kid_calls(calls: list[list[str]], bind_alternative: bool = False, pad: str = "    ") -> list[str]:
@@ -63,8 +64,23 @@ def kid_calls(calls: list[list[str]], bind_alternative: bool = False, pad: str =
 
 
 def _compile_choice_nodes(grammar: CompiledGrammar):
+    """``nodes(tree)`` for :func:`choice_nodes`: :func:`choice_nodes_module`, run."""
+    namespace = choice_nodes_module(grammar).load()
+    lock = threading.Lock()  # the module global holds the list being filled
+
+    def nodes(tree: Node) -> list[tuple[Path, Node]]:
+        with lock:
+            return namespace["nodes"](tree)
+
+    return nodes
+
+
+def choice_nodes_module(grammar: CompiledGrammar) -> Module:
+    """``nodes(tree)`` as Python source for the grammar: one function per nonterminal
+    appending ``(path, node)`` and calling its children's."""
     g = grammar
-    lines: list[str] = []
+    module = Module(f"<choice nodes of {g.source}>", constants={"U": g.unique})
+    lines = module.lines
     for n in range(len(g.names)):
         if g.unique[n] is not None:
             continue
@@ -82,15 +98,7 @@ def _compile_choice_nodes(grammar: CompiledGrammar):
         "    if U[tree[0]] is None: C[tree[0]](tree, ())",
         "    return out",
     ]
-    namespace: dict[str, Any] = {"U": g.unique}
-    exec(compile("\n".join(lines), f"<choice nodes of {g.source}>", "exec"), namespace)
-    lock = threading.Lock()  # the module global holds the list being filled
-
-    def nodes(tree: Node) -> list[tuple[Path, Node]]:
-        with lock:
-            return namespace["nodes"](tree)
-
-    return nodes
+    return module
 
 
 def node_at(node: Node, path: Path) -> Node:

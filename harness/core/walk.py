@@ -24,11 +24,11 @@ keeps generation fast on grammars made of finite pieces.
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from random import Random
 from typing import Callable, Iterator, Protocol
 
+from harness.core.codegen import Module
 from harness.core.grammar import CompiledGrammar, Node
 
 
@@ -60,24 +60,51 @@ def walk(grammar: CompiledGrammar, model: Model, symbol: int | None = None,
 def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]:
     """The walk bound to one grammar and model: ``expand(symbol, depth) -> tree``
     (bound once, called per tree, on the generation hot path)."""
+    kind = compiled_walk(model)
+    if kind == "random":  # the generation hot path: specialised code (below)
+        return grammar.derived(_compile_random_walk)(model.random)  # type: ignore[attr-defined]
+    if kind == "bytes":  # the decoding hot path: specialised code (below)
+        return grammar.derived(_compile_bytes_walk)(model)
+    return _general_walk(grammar, model)
+
+
+#: The methods whose effect the compiled walk of each kind reproduces (see :func:`compiled_walk`).
+_DRAWS = {"random": ("choose", "pick", "enter", "leave"),
+          "bytes": ("choose", "enter", "leave", "recall", "learn", "reset")}
+
+
+def compiled_walk(model: Model) -> str | None:
+    """The compiled walk that may stand for ``model`` (None: the general walk calls its
+    methods).  A model class says its draws are what a compiled walk does with the class
+    attribute ``compiled_walk`` (``"random"``: :class:`RandomModel`'s draws over its
+    ``random``; ``"bytes"``: :class:`harness.core.codec.BytesModel`'s reading of its
+    ``data``).  A subclass that overrides one of those methods is walked by the general
+    walk, so its override is honoured; a subclass may set ``compiled_walk = None`` to
+    ask for the general walk outright."""
+    cls = type(model)
+    kind = getattr(cls, "compiled_walk", None)
+    if kind is None:
+        return None
+    owner = next(c for c in cls.__mro__ if "compiled_walk" in c.__dict__)
+    if any(getattr(cls, name, None) is not getattr(owner, name, None) for name in _DRAWS[kind]):
+        return None
+    return kind
+
+
+def _general_walk(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]:
+    """The walk calling the model's methods: the reference the compiled walks reproduce."""
     g = grammar
     alts, unique, tables = g.alts, g.unique, g.tables
     kids_of = g.alt_kids
     max_depth = g.max_depth
-    bounded = g.max_bytes is None  # only a recursive grammar can reach the depth budget
+    recursive = g.max_bytes is None  # only a recursive grammar can reach the depth budget
     alt_min_depth, shallowest, cheapest = g.alt_min_depth, g.shallowest, g.cheapest
-    if type(model) is RandomModel:  # the generation hot path: specialised code (below)
-        return grammar.derived("random-walk", lambda: _compile_random_walk(grammar))(model.random)
-    if getattr(model, "reads_bytes", False):  # the decoding hot path: specialised code (below)
-        return grammar.derived("bytes-walk", lambda: _compile_bytes_walk(grammar))(model)
     choose = model.choose
     use_tables = model.tables
     pick = getattr(model, "pick", None)
     layout = not use_tables  # enter/leave matter to models that read a layout
     enter, leave = model.enter, model.leave
     recall = getattr(model, "recall", None)  # a model may remember tabulated subtrees
-    if bounded and max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(max_depth * 2 + 200)
 
     def expand(n: int, d: int) -> Node:
         node = unique[n]
@@ -87,7 +114,7 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
         if table is not None:
             if use_tables:
                 return pick(table)
-            if recall is not None and (not bounded or d + table.depth <= max_depth):
+            if recall is not None and (not recursive or d + table.depth <= max_depth):
                 node = recall(n)
                 if node is not None:
                     return node
@@ -97,7 +124,7 @@ def walker(grammar: CompiledGrammar, model: Model) -> Callable[[int, int], Node]
             a = choose(n, d)
             if a is None or not 0 <= a < len(alts[n]):
                 a = cheapest[n]
-            if bounded and d + alt_min_depth[n][a] > max_depth:
+            if recursive and d + alt_min_depth[n][a] > max_depth:
                 a = shallowest[n]
         else:
             a = 0
@@ -125,6 +152,8 @@ class RandomModel:
     """Choices drawn from the PCFG with ``rng.random()``."""
 
     tables = True
+    #: The walk may run its compiled random walk over ``random`` for this class's draws.
+    compiled_walk: str | None = "random"
 
     def __init__(self, grammar: CompiledGrammar, rng: Random | None = None) -> None:
         self.cumulative = grammar.cumulative
@@ -166,6 +195,11 @@ class ReplayModel:
 
 
 def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], float]], Callable]:
+    """:func:`random_walk_module`, run: ``make(random) -> expand(symbol, depth)``."""
+    return random_walk_module(grammar).load()["make"]  # type: ignore[return-value]
+
+
+def random_walk_module(grammar: CompiledGrammar) -> Module:
     """The walk with :class:`RandomModel`'s choices, as Python source specialised to the
     grammar: one function per nonterminal, the draw a binary search over constant
     thresholds, tabulated and unique kids inlined.  Same draws in the same order, and
@@ -175,9 +209,9 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     Returns ``make(random) -> expand(symbol, depth)``: compiled once per grammar,
     bound to a source of uniform floats per model."""
     g = grammar
-    bounded = g.max_bytes is None
-    consts: dict[str, object] = {"bisect_right": bisect_right}
-    lines = ["def make(random):"]
+    recursive = g.max_bytes is None
+    module = Module(f"<random walk of {g.source}>", ["def make(random):"], {"bisect_right": bisect_right})
+    consts, lines = module.constants, module.lines
 
     def kid(k: int, level: int, inlined: tuple[int, ...]) -> str:
         if g.unique[k] is not None:
@@ -201,7 +235,7 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
 
     def branch(n: int, a: int, pad: str) -> list[str]:
         out = []
-        if bounded:  # the depth budget: past it, the shallowest alternative
+        if recursive:  # the depth budget: past it, the shallowest alternative
             out.append(f"{pad}if d > {g.max_depth - g.alt_min_depth[n][a]}: "
                        f"return {node(n, g.shallowest[n])}")
         out.append(f"{pad}return {node(n, a)}")
@@ -233,14 +267,15 @@ def _compile_random_walk(grammar: CompiledGrammar) -> Callable[[Callable[[], flo
     lines.append("        return T[n].trees[bisect_right(T[n].cumulative, random())]")
     lines.append("    return expand")
     consts["U"], consts["T"] = g.unique, g.tables
-    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(g.max_depth * 2 + 200)
-    namespace = dict(consts)
-    exec(compile("\n".join(lines), f"<random walk of {g.source}>", "exec"), namespace)
-    return namespace["make"]  # type: ignore[return-value]
+    return module
 
 
 def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]:
+    """:func:`bytes_walk_module`, run: ``make(model) -> expand(symbol, depth)``."""
+    return bytes_walk_module(grammar).load()["make"]  # type: ignore[return-value]
+
+
+def bytes_walk_module(grammar: CompiledGrammar) -> Module:
     """The walk with a byte-reading model (:class:`harness.core.codec.BytesModel`: its
     ``data``, ``position``, ``memo``; one byte per choice through ``byte_table``, a
     finite nonterminal's bytes ending at its width, tabulated subtrees remembered by
@@ -248,9 +283,9 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
     does with that model's ``choose``/``enter``/``leave``/``recall``/``learn``, with
     the same results, without a method call per node.  ``make(model) -> expand``."""
     g = grammar
-    bounded = g.max_bytes is None
-    consts: dict[str, object] = {}
-    lines = ["def make(model):", "    data, pos, memo = b'', 0, model.memo"]
+    recursive = g.max_bytes is None
+    module = Module(f"<bytes walk of {g.source}>", ["def make(model):", "    data, pos, memo = b'', 0, model.memo"])
+    consts, lines = module.constants, module.lines
 
     def node(n: int, a: int) -> str:
         kids = []
@@ -269,7 +304,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
         body = ["        nonlocal pos"]
         if table is not None:
             consts[f"T{n}"] = table
-            check = f"d <= {g.max_depth - table.depth} and " if bounded else ""
+            check = f"d <= {g.max_depth - table.depth} and " if recursive else ""
             body += [f"        if {check}memo is not None:",
                      f"            hit = memo.get(({n}, data[pos:pos + {w}]))",
                      f"            if hit is not None:",
@@ -281,7 +316,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
             consts[f"BT{n}"] = g.byte_table[n]
             body += ["        p = pos", "        pos = p + 1",
                      f"        a = BT{n}[data[p]] if p < len(data) else {g.cheapest[n]}"]
-            if bounded:
+            if recursive:
                 consts[f"AMD{n}"] = g.alt_min_depth[n]
                 body.append(f"        if d + AMD{n}[a] > {g.max_depth}: a = {g.shallowest[n]}")
             body.append("        d += 1")
@@ -309,11 +344,7 @@ def _compile_bytes_walk(grammar: CompiledGrammar) -> Callable[[Model], Callable]
         "    return expand",
     ]
     consts["U"] = g.unique
-    if bounded and g.max_depth + 50 > sys.getrecursionlimit():
-        sys.setrecursionlimit(g.max_depth * 2 + 200)
-    namespace = dict(consts)
-    exec(compile("\n".join(lines), f"<bytes walk of {g.source}>", "exec"), namespace)
-    return namespace["make"]  # type: ignore[return-value]
+    return module
 
 
 def random_trees(grammar: CompiledGrammar, seed: int, count: int | None = None) -> Iterator[Node]:
