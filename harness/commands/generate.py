@@ -20,8 +20,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="fast (default) or fuzzingbook's ProbabilisticGrammarFuzzer on the same grammar")
     parser.add_argument("--render", default="canonical", metavar="STYLE",
-                        help="a rendering of the grammar: canonical (default; what loom-opt reads) or, "
-                             "for the built-in grammars, oracle (generic ops for upstream mlir-opt)")
+                        help="a rendering of the grammar: canonical (default; what loom-opt reads), "
+                             "for the built-in grammars oracle (generic ops for upstream mlir-opt), or, "
+                             "for any grammar in the P1-P24 contract, exec (a module in func/arith/scf/"
+                             "memref/llvm whose main runs every thread and region on a table of inputs "
+                             "and prints the results: mlir-runner-22 runs it)")
     add_grammar_arguments(parser)
     parser.add_argument("-o", "--output", default="-", metavar="DIR",
                         help="a folder for one .mlir file per program, or - for stdout separated by "
@@ -41,17 +44,31 @@ def file_name(index: int, count: int) -> str:
 
 
 def _write_stream(programs, grammar, render: str, stream) -> None:
-    from harness.core.render import render_stream
+    from harness.core.render import SPLIT_MARKER, render_stream
 
-    for text in render_stream(programs, grammar, render, _BATCH):
-        stream.write(text)
+    if render == "exec":
+        render_program = _program_renderer(grammar, render)
+        for index, program in enumerate(programs):
+            stream.write((SPLIT_MARKER if index else "") + render_program(program))
+    else:
+        for text in render_stream(programs, grammar, render, _BATCH):
+            stream.write(text)
     stream.flush()
 
 
-def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
+def _program_renderer(grammar, render: str):
+    """tree -> text in the rendering ``render`` (exec: the canonical text, transformed)."""
     from harness.core.render import renderer
 
-    render_program = renderer(grammar, render).render
+    if render == "exec":
+        from harness.execute.render_exec import exec_renderer
+
+        return exec_renderer(grammar)
+    return renderer(grammar, render).render
+
+
+def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
+    render_program = _program_renderer(grammar, render)
 
     if progress:
         from tqdm import tqdm
@@ -70,7 +87,14 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.stats import ChoiceCounts
 
     grammar = grammar_from_args(args)
-    if args.render not in grammar.renderings:
+    if args.render == "exec":
+        from harness.contract import in_contract
+
+        if not in_contract(grammar):
+            print(f"loomfuzz generate: error: --render exec needs a grammar whose CONTRACT is P1-P24, "
+                  f"not {grammar.meta.get('CONTRACT')!r}", file=sys.stderr)
+            return 2
+    elif args.render not in grammar.renderings:
         print(f"loomfuzz generate: error: --render {args.render}: the grammar has the renderings "
               f"{', '.join(grammar.renderings)}", file=sys.stderr)
         return 2
