@@ -246,7 +246,7 @@ class _Parser:
         tok = self.take()
         name = tok.text.strip('"') if tok.kind == "string" else tok.text
         op = Op(name, line, results)
-        handler = _SYNTAX.get(name) or (_binary if name.startswith("arith.") else None)
+        handler = _SYNTAX.get(name)
         if handler is None:
             raise InterpretError(f"line {line}: unknown operation {name!r}")
         handler(self, op)
@@ -656,6 +656,8 @@ def interpret_program(text: str) -> str:
     Raises :class:`InterpretError` for text it cannot read and
     :class:`UndefinedBehaviour` where the program has no defined result."""
     functions, threads = _Parser(text).module()
+    if not threads:
+        raise InterpretError("line 1: the module has no dataflow.thread (P1): not a P1-P24 program")
     machine = _Machine(functions)
     calls: list[tuple[list[str], Callable[[list], list[int]]]] = []
     for _, params, body in threads:
