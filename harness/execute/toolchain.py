@@ -34,10 +34,11 @@ class ToolchainError(Exception):
 class ReferenceFailure(Exception):
     """The reference toolchain failed on one module: ``stage`` is lower or run."""
 
-    def __init__(self, stage: str, detail: str) -> None:
+    def __init__(self, stage: str, detail: str, output: str = "") -> None:
         super().__init__(f"{stage}: {detail}")
         self.stage = stage
         self.detail = detail
+        self.output = output  # what was printed before the failure
 
 
 def _first_error(stderr: str) -> str:
@@ -69,13 +70,14 @@ class Toolchain:
     def _call(self, stage: str, argv: list[str], text: str) -> str:
         try:
             done = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            raise ReferenceFailure(stage, f"timed out after {self.timeout:g} s") from None
+        except subprocess.TimeoutExpired as error:
+            partial = error.stdout.decode(errors="replace") if isinstance(error.stdout, bytes) else ""
+            raise ReferenceFailure(stage, f"timed out after {self.timeout:g} s", partial) from None
         except OSError as error:
             raise ToolchainError(f"cannot start {argv[0]}: {error.strerror or error}") from None
         if done.returncode != 0:
             status = f"exit {done.returncode}" if done.returncode > 0 else f"signal {-done.returncode}"
-            raise ReferenceFailure(stage, f"{status}: {_first_error(done.stderr)}")
+            raise ReferenceFailure(stage, f"{status}: {_first_error(done.stderr)}", done.stdout)
         return done.stdout
 
     def lower(self, text: str) -> str:
@@ -86,6 +88,14 @@ class Toolchain:
         """What the lowered module's ``main`` prints."""
         return self._call("run", [self.runner, "-e", "main", "-entry-point-result=void", "-O0",
                                   f"-shared-libs={self.runtime_library}", "-"], llvm_text)
+
+    def verify(self, text: str) -> str | None:
+        """None if ``text`` parses and verifies as MLIR, else the first error line."""
+        try:
+            self._call("verify", [self.mlir_opt, "-o", "/dev/null", "-"], text)
+        except ReferenceFailure as failure:
+            return failure.detail
+        return None
 
     def execute(self, text: str) -> str:
         """Lower then run one exec module: its printed output."""
