@@ -141,7 +141,12 @@ class WrongCode:
         return self.differences[0] if self.differences else None
 
     def describe(self) -> str:
+        """The first difference and, when that is a thread's, the first region's too (the
+        thread only shows what its regions compute)."""
         head = self.first.describe() if self.first else "the output differs"
+        region = next((d for d in self.differences if d.function.kind == "region"), None)
+        if region is not None and region is not self.first:
+            head += f"; first region: {region.describe()}"
         return head + (f" ({self.note})" if self.note else "")
 
 

@@ -283,9 +283,10 @@ def _region_function(region: _Region, symbol: str) -> str:
 
 
 def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, list[str]]:
-    """The thread as a function, and the names of the values it returns."""
+    """The thread as a function, and the names of the region results it returns."""
     body: list[str] = []
-    returned: list[str] = []
+    returned: list[str] = []  # the SSA values returned
+    printed: list[str] = []  # what they are: %icall and the regions' result names
     wrappers = 0
     needs_zero = False
     for item in thread.lines:
@@ -293,9 +294,11 @@ def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, lis
             body.append(f"  {item}\n")
             if item.startswith("%icall"):
                 returned.append("%icall")
+                printed.append("%icall")
         elif isinstance(item, _Region):
             body.append(_call(item, symbols[id(item)], "  "))
             returned += _result_names(item)
+            printed += _result_names(item)
         else:
             inner = [name for region in item.regions for name in _result_names(region)]
             calls = "".join(_call(region, symbols[id(region)], "    ") for region in item.regions)
@@ -317,12 +320,13 @@ def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, lis
                 body.append(f"  {bind} = {item.header} iter_args({carried}) -> ({types}) {{\n"
                             f"{calls}{yield_line}  }}\n")
             returned += [name] if len(inner) == 1 else [f"{name}#{k}" for k in range(len(inner))]
+            printed += inner
     params = ", ".join(f"{n}: {t}" for n, t in thread.params)
     types = ", ".join(["i32"] * len(returned))
     head = f"func.func @{thread.symbol}({params})" + (f" -> ({types})" if returned else "") + " {\n"
     zero = "  %exec_zero = arith.constant 0 : i32\n" if needs_zero else ""
     ret = "  return" + (f" {', '.join(returned)} : {types}" if returned else "") + "\n"
-    return head + zero + "".join(body) + ret + "}\n", returned
+    return head + zero + "".join(body) + ret + "}\n", printed
 
 
 #: The table's columns: i32 arguments, flags, memory cells.
