@@ -542,9 +542,9 @@ class _Machine:
 def _overflow(op: Op, exact: int, bits: int, uexact: int) -> int:
     flags = op.attrs.get("overflow", [])
     if "nsw" in flags and _wrap(exact, bits) != exact:
-        raise UndefinedBehaviour(f"line {op.line}: {op.name} overflow<nsw>: signed overflow (poison)")
+        raise UndefinedBehaviour(f"line {op.line}: {op.name}: overflow<nsw> violated: signed overflow (poison)")
     if "nuw" in flags and _unsigned(uexact, bits) != uexact:
-        raise UndefinedBehaviour(f"line {op.line}: {op.name} overflow<nuw>: unsigned overflow (poison)")
+        raise UndefinedBehaviour(f"line {op.line}: {op.name}: overflow<nuw> violated: unsigned overflow (poison)")
     return _wrap(exact, bits)
 
 
