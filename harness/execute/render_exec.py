@@ -15,8 +15,8 @@ assembly forms only (func, arith, scf, memref, llvm; no ``<{...}>``).
   for ``scf.for``, zeros when ``scf.if`` is not taken);
 * ``@helper_double`` and ``@host_container`` as written, ``@extern_scale``
   with the body ``3 * x + 5`` (i32, wrapping; :data:`EXTERN_SCALE`);
-* ``@exec_table`` holds the input table (``harness.execute.inputs``) in a
-  public mutable global (code outside may write it before ``main``: its values
+* ``@exec_table`` and ``@exec_flags`` hold the input table
+  (``harness.execute.inputs``) in public mutable globals (code outside may write it before ``main``: its values
   are unknown to an optimizer); ``main`` calls every thread, then every region
   function, once per row, printing one line per call: function number, row, every result, then the
   four memory cells if the function takes the buffer.
@@ -329,17 +329,22 @@ def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, lis
     return head + zero + "".join(body) + ret + "}\n", printed
 
 
-#: The table's columns: i32 arguments, flags, memory cells.
-_WIDTH = 2 * inputs.COLUMNS + inputs.MEMORY_CELLS
+#: The i32 table's columns: i32 arguments, then memory cells; flags have a table of i1.
+_WIDTH = inputs.COLUMNS + inputs.MEMORY_CELLS
 _TABLE = f"memref<{inputs.ROWS}x{_WIDTH}xi32>"
+_FLAGS = f"memref<{inputs.ROWS}x{inputs.COLUMNS}xi1>"
 
 
-def _table_global() -> str:
-    """``@exec_table``: the input table as a public, mutable global.  Code outside the module
-    may write it before ``main`` runs, so no optimizer may take its initial values as known."""
-    rows = ", ".join("[" + ", ".join(str(v) for v in (*inputs.I32[r], *inputs.FLAGS[r], *inputs.MEMORY[r]))
-                     + "]" for r in range(inputs.ROWS))
-    return f"memref.global @exec_table : {_TABLE} = dense<[{rows}]>\n"
+def _table_globals() -> str:
+    """``@exec_table`` and ``@exec_flags``: the input table as public, mutable globals.  Code
+    outside the module may write them before ``main`` runs, so no optimizer may take their
+    initial values as known.  Flags are ``i1`` cells, so an argument is always one load."""
+    rows = ", ".join("[" + ", ".join(str(v) for v in (*inputs.I32[r], *inputs.MEMORY[r])) + "]"
+                     for r in range(inputs.ROWS))
+    flags = ", ".join("[" + ", ".join("true" if v else "false" for v in inputs.FLAGS[r]) + "]"
+                      for r in range(inputs.ROWS))
+    return (f"memref.global @exec_table : {_TABLE} = dense<[{rows}]>\n"
+            f"memref.global @exec_flags : {_FLAGS} = dense<[{flags}]>\n")
 
 
 def _main(functions: list[tuple[ExecFunction, list[str]]]) -> str:
@@ -349,12 +354,12 @@ def _main(functions: list[tuple[ExecFunction, list[str]]]) -> str:
         "  %zero = arith.constant 0 : index\n",
         "  %one = arith.constant 1 : index\n",
         f"  %rows = arith.constant {inputs.ROWS} : index\n",
-        "  %false = arith.constant 0 : i32\n",
+        f"  %flags = memref.get_global @exec_flags : {_FLAGS}\n",
         f"  %table = memref.get_global @exec_table : {table}\n",
         "  %buffer = memref.alloca() : memref<4xi32>\n",
     ]
     out += [f"  %col{c} = arith.constant {c} : index\n" for c in range(_WIDTH)]
-    memory_column = 2 * inputs.COLUMNS
+    memory_column = inputs.COLUMNS
 
     def print_value(value: str, n: int, comma: bool = True) -> list[str]:
         return [f"    %p{n} = arith.extsi {value} : i32 to i64\n",
@@ -377,9 +382,7 @@ def _main(functions: list[tuple[ExecFunction, list[str]]]) -> str:
                 args.append(f"%a{k}")
                 i32s += 1
             else:
-                column = inputs.COLUMNS + flags % inputs.COLUMNS
-                out.append(f"    %f{k} = memref.load %table[%row, %col{column}] : {table}\n")
-                out.append(f"    %a{k} = arith.cmpi ne, %f{k}, %false : i32\n")
+                out.append(f"    %a{k} = memref.load %flags[%row, %col{flags % inputs.COLUMNS}] : {_FLAGS}\n")
                 args.append(f"%a{k}")
                 flags += 1
         results = len(function.results)
@@ -414,7 +417,7 @@ def exec_module(canonical: str) -> str:
     if not threads:
         raise ExecRenderError("the program has no dataflow.thread (P1)")
     taken = {t.symbol for t in threads} | {"helper_double", "extern_scale", "host_container", "main",
-                                           "exec_table"}
+                                           "exec_table", "exec_flags"}
     symbols: dict[int, str] = {}
     regions: list[tuple[_Region, str]] = []
     for thread in threads:
@@ -445,7 +448,7 @@ def exec_module(canonical: str) -> str:
                            flags=re.M)
     return (layout + "module {\n" + preamble_text + _PRINT_DECLARATIONS + "".join(thread_texts)
             + "".join(_region_function(r, symbols[id(r)]) for r, _ in regions)
-            + _table_global() + _main(functions) + "}\n")
+            + _table_globals() + _main(functions) + "}\n")
 
 
 def exec_renderer(grammar) -> Callable[[object], str]:
