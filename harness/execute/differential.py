@@ -33,7 +33,7 @@ from harness.execute.render_exec import ExecFunction, ExecLayout, layout_of
 from harness.execute.toolchain import ReferenceFailure, Toolchain
 
 __all__ = ["Difference", "Optimizer", "OptimizerError", "ReferenceFailed", "Same", "TargetFailed",
-           "Verdict", "WrongCode", "judge", "judge_many"]
+           "Verdict", "WrongCode", "differences", "judge", "judge_many", "reference_outputs"]
 
 #: A module every pipeline accepts: the optimizer's pre-flight check.
 _PROBE = "module {\n  func.func @probe(%a: i32) -> i32 {\n    %b = arith.addi %a, %a : i32\n    return %b : i32\n  }\n}\n"
