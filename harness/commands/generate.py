@@ -46,8 +46,10 @@ def file_name(index: int, count: int) -> str:
 def _write_stream(programs, grammar, render: str, stream) -> None:
     from harness.core.render import SPLIT_MARKER, render_stream
 
-    if render == "exec":
-        render_program = _program_renderer(grammar, render)
+    if render == "exec":  # a transformation of whole programs: one at a time
+        from harness.execute.render_exec import program_renderer
+
+        render_program = program_renderer(grammar, render)
         for index, program in enumerate(programs):
             stream.write((SPLIT_MARKER if index else "") + render_program(program))
     else:
@@ -56,19 +58,10 @@ def _write_stream(programs, grammar, render: str, stream) -> None:
     stream.flush()
 
 
-def _program_renderer(grammar, render: str):
-    """tree -> text in the rendering ``render`` (exec: the canonical text, transformed)."""
-    from harness.core.render import renderer
-
-    if render == "exec":
-        from harness.execute.render_exec import exec_renderer
-
-        return exec_renderer(grammar)
-    return renderer(grammar, render).render
-
-
 def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
-    render_program = _program_renderer(grammar, render)
+    from harness.execute.render_exec import program_renderer
+
+    render_program = program_renderer(grammar, render)
 
     if progress:
         from tqdm import tqdm
@@ -87,16 +80,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.stats import ChoiceCounts
 
     grammar = grammar_from_args(args)
-    if args.render == "exec":
-        from harness.contract import in_contract
+    from harness.execute.render_exec import style_error
 
-        if not in_contract(grammar):
-            print(f"loomfuzz generate: error: --render exec needs a grammar whose CONTRACT is P1-P24, "
-                  f"not {grammar.meta.get('CONTRACT')!r}", file=sys.stderr)
-            return 2
-    elif args.render not in grammar.renderings:
-        print(f"loomfuzz generate: error: --render {args.render}: the grammar has the renderings "
-              f"{', '.join(grammar.renderings)}", file=sys.stderr)
+    problem = style_error(grammar, args.render)
+    if problem:
+        print(f"loomfuzz generate: error: {problem}", file=sys.stderr)
         return 2
     programs = generate(grammar, args.engine, args.seed, args.count)
     counts = ChoiceCounts(grammar) if args.stats or args.plot else None

@@ -36,7 +36,8 @@ from typing import Callable
 
 from harness.execute import inputs
 
-__all__ = ["ExecFunction", "ExecLayout", "ExecRenderError", "EXTERN_SCALE", "exec_module", "exec_renderer", "layout_of"]
+__all__ = ["ExecFunction", "ExecLayout", "ExecRenderError", "EXEC_STYLE", "EXTERN_SCALE", "exec_module", "exec_renderer", "program_renderer",
+           "style_error", "layout_of"]
 
 #: The body given to ``llvm.func @extern_scale`` (declared only in the program).
 EXTERN_SCALE = """llvm.func @extern_scale(%x: i32) -> i32 {
@@ -449,6 +450,33 @@ def exec_module(canonical: str) -> str:
     return (layout + "module {\n" + preamble_text + _PRINT_DECLARATIONS + "".join(thread_texts)
             + "".join(_region_function(r, symbols[id(r)]) for r, _ in regions)
             + _table_globals() + _main(functions) + "}\n")
+
+
+EXEC_STYLE = "exec"
+
+
+def style_error(grammar, style: str) -> str | None:
+    """Why ``--render style`` does not apply to the grammar (one line), or None."""
+    if style == EXEC_STYLE:
+        from harness.contract import in_contract
+
+        if not in_contract(grammar):
+            return (f"--render exec needs a grammar whose CONTRACT is P1-P24, "
+                    f"not {grammar.meta.get('CONTRACT')!r}")
+        return None
+    if style not in grammar.renderings:
+        return (f"--render {style}: the grammar has the renderings {', '.join(grammar.renderings)}"
+                + (", and exec" if style_error(grammar, EXEC_STYLE) is None else ""))
+    return None
+
+
+def program_renderer(grammar, style: str) -> Callable[[object], str]:
+    """tree -> text in one of the grammar's renderings or ``exec``."""
+    if style == EXEC_STYLE:
+        return exec_renderer(grammar)
+    from harness.core.render import renderer
+
+    return renderer(grammar, style).render
 
 
 def exec_renderer(grammar) -> Callable[[object], str]:
