@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wrong code: the exec rendering, the interpreter and the differential judge at scale.
 
-    python benchmarks/bench_exec.py [-n N] [--seed S] [--batch B] [--pipeline P ...]
+    python benchmarks/bench_exec.py [-n N] [--seed S] [--batch B] [--pipeline P ...] [--agreement-only]
 
 On N wide programs (``--profile wide``, seed S), in batches of B programs:
 
@@ -51,9 +51,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=100, help="programs per process (default 100)")
     parser.add_argument("--pipeline", action="append", help=f"pipelines (default: the four of {PIPELINES})")
+    parser.add_argument("--agreement-only", action="store_true",
+                        help="only (a): the interpreter against the unoptimized run, no optimizer")
     parser.add_argument("--artifacts", type=Path, default=Path("bench-exec-findings"))
     args = parser.parse_args()
-    pipelines = args.pipeline or list(PIPELINES)
+    pipelines = [] if args.agreement_only else args.pipeline or list(PIPELINES)
     grammar = load_grammar(None, "wide")
     render = renderer(grammar, "canonical").render
     toolchain = Toolchain()
