@@ -3,7 +3,7 @@
 
     python benchmarks/bench_exec.py [-n N] [--seed S] [--batch B] [--pipeline P ...] [--agreement-only]
 
-On N wide programs (``--profile wide``, seed S), in batches of B programs:
+On N programs of a P1-P24 profile (``--profile``, default wide; seed S), in batches of B programs:
 
 * (a) the unoptimized run (mlir-opt-22 lowering + mlir-runner-22, one process
   per side and batch) against the reference interpreter: every value and the
@@ -47,8 +47,9 @@ PIPELINES = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("-n", "--count", type=int, default=2000, help="wide programs (default 2000)")
+    parser.add_argument("-n", "--count", type=int, default=2000, help="programs (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", default="wide", help="a P1-P24 profile: wide (default) or conventions")
     parser.add_argument("--batch", type=int, default=100, help="programs per process (default 100)")
     parser.add_argument("--pipeline", action="append", help=f"pipelines (default: the four of {PIPELINES})")
     parser.add_argument("--agreement-only", action="store_true",
@@ -56,7 +57,7 @@ def main() -> int:
     parser.add_argument("--artifacts", type=Path, default=Path("bench-exec-findings"))
     args = parser.parse_args()
     pipelines = [] if args.agreement_only else args.pipeline or list(PIPELINES)
-    grammar = load_grammar(None, "wide")
+    grammar = load_grammar(None, args.profile)
     render = renderer(grammar, "canonical").render
     toolchain = Toolchain()
     toolchain.check()
@@ -111,7 +112,7 @@ def main() -> int:
         print(f"  {done}/{args.count} programs, {time.time() - started:.0f} s", file=sys.stderr)
 
     n = args.count
-    print(f"bench_exec: {n} wide programs, seed {args.seed}, batches of {args.batch}")
+    print(f"bench_exec: {n} {args.profile} programs, seed {args.seed}, batches of {args.batch}")
     print(f"(a) exec rendering {n / seconds['render']:.0f} programs/s; interpreter "
           f"{n / seconds['interpret']:.0f} programs/s; unoptimized run (lower + run, batched) "
           f"{n / seconds['reference']:.1f} programs/s")
