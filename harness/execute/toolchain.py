@@ -65,7 +65,7 @@ class Toolchain:
                 raise ToolchainError(f"the reference {role} {binary!r} is not an executable file or on PATH")
         if not os.path.isfile(self.runtime_library):
             raise ToolchainError(f"the runtime library {self.runtime_library} does not exist "
-                                 "(Debian: apt-get install mlir-22-tools)")
+                                 "(Debian: apt-get install libmlir-22-dev)")
 
     def _call(self, stage: str, argv: list[str], text: str) -> str:
         try:
