@@ -68,6 +68,7 @@ def main() -> int:
     first_disagreement = None
     seconds = {"render": 0.0, "interpret": 0.0, "reference": 0.0, **{p: 0.0 for p in pipelines}}
     verdicts = {p: Counter() for p in pipelines}
+    failures = {p: Counter() for p in pipelines}  # target/reference failures by their message
     trees = generate(grammar, "fast", args.seed, args.count)
     done = 0
     started = time.time()
@@ -99,6 +100,8 @@ def main() -> int:
             seconds[pipeline] += time.perf_counter() - t
             for k, verdict in enumerate(results):
                 verdicts[pipeline][verdict.kind] += 1
+                if verdict.kind in ("target-failure", "reference-failure"):
+                    failures[pipeline][f"{verdict.kind}: {verdict.stage}: {verdict.detail[:120]}"] += 1
                 if isinstance(verdict, WrongCode):
                     folder = args.artifacts / f"{pipeline.replace('/', '_')}-{args.seed}-{done + k}"
                     folder.mkdir(parents=True, exist_ok=True)
@@ -124,6 +127,8 @@ def main() -> int:
         counts = verdicts[pipeline]
         print(f"(b) {pipeline}: {n / seconds[pipeline]:.1f} programs/s (judge_many, reference outputs "
               f"given); verdicts {dict(counts)}; false alarms (wrong-code) {counts['wrong-code']}")
+        for message, times in failures[pipeline].most_common(3):
+            print(f"    {times} x {message}")
     return 1 if disagreements or undefined or any(v["wrong-code"] for v in verdicts.values()) else 0
 
 
