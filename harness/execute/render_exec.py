@@ -283,6 +283,9 @@ def _region_function(region: _Region, symbol: str) -> str:
     return head + (body + "\n" if body.strip() else "") + ret + "}\n"
 
 
+_THREAD_CALL = re.compile(r"(%[\w$.-]+)\s*=\s*func\.call\b")
+
+
 def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, list[str]]:
     """The thread as a function, and the names of the region results it returns."""
     body: list[str] = []
@@ -293,9 +296,10 @@ def _thread_function(thread: _Thread, symbols: dict[int, str]) -> tuple[str, lis
     for item in thread.lines:
         if isinstance(item, str):
             body.append(f"  {item}\n")
-            if item.startswith("%icall"):
-                returned.append("%icall")
-                printed.append("%icall")
+            call = _THREAD_CALL.match(item)
+            if call:  # the optional %icall (P21): returned and printed too
+                returned.append(call.group(1))
+                printed.append(call.group(1))
         elif isinstance(item, _Region):
             body.append(_call(item, symbols[id(item)], "  "))
             returned += _result_names(item)
