@@ -21,6 +21,7 @@ default N is 2,000.  Wall-clock rates on a shared machine vary with its load.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections import Counter
@@ -101,7 +102,8 @@ def main() -> int:
             for k, verdict in enumerate(results):
                 verdicts[pipeline][verdict.kind] += 1
                 if verdict.kind in ("target-failure", "reference-failure"):
-                    failures[pipeline][f"{verdict.kind}: {verdict.stage}: {verdict.detail[:120]}"] += 1
+                    detail = re.sub(r"<stdin>:\d+:\d+: ", "", verdict.detail)[:120]  # one bucket per message
+                    failures[pipeline][f"{verdict.kind}: {verdict.stage}: {detail}"] += 1
                 if isinstance(verdict, WrongCode):
                     folder = args.artifacts / f"{pipeline.replace('/', '_')}-{args.seed}-{done + k}"
                     folder.mkdir(parents=True, exist_ok=True)
