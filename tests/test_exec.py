@@ -96,6 +96,11 @@ def test_generate_render_exec_cli(mlir_opt, tmp_path):
     folder = tmp_path / "exec"
     assert generate_cli("--render", "exec", "-n", "3", "-o", str(folder)).returncode == 0
     assert all("func.func @main()" in p.read_text() for p in folder.glob("*.mlir"))
+    fuzz_input = tmp_path / "input.bin"
+    fuzz_input.write_bytes(bytes(range(40)))
+    decoded = subprocess.run([sys.executable, "-m", "harness.cli", "decode", "--render", "exec", str(fuzz_input)],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert decoded.returncode == 0 and "func.func @main()" in decoded.stdout, decoded.stderr
     refused = generate_cli("--profile", "edge", "--render", "exec", "-n", "1")
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0 and "P1-P24" in refused.stderr
