@@ -12,7 +12,8 @@ from harness.commands import add_grammar_arguments, grammar_from_args
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="FILE", help="fuzz inputs (crash-*, corpus files)")
     parser.add_argument("--render", default="canonical", metavar="STYLE",
-                        help="a rendering of the grammar (canonical, or oracle for the built-in ones)")
+                        help="a rendering of the grammar (canonical, oracle for the built-in ones, or "
+                             "exec for a grammar in the P1-P24 contract)")
     parser.add_argument("--tree", action="store_true",
                         help="print the derivation's choices instead of the text")
     add_grammar_arguments(parser)
@@ -20,14 +21,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.core.codec import decode
-    from harness.core.render import marker_after, render
+    from harness.core.render import marker_after
     from harness.core.tree import describe
+    from harness.execute.render_exec import program_renderer, style_error
 
     grammar = grammar_from_args(args)
-    if args.render not in grammar.renderings:
-        print(f"loomfuzz decode: error: --render {args.render}: the grammar has the renderings "
-              f"{', '.join(grammar.renderings)}", file=sys.stderr)
+    problem = style_error(grammar, args.render)
+    if problem:
+        print(f"loomfuzz decode: error: {problem}", file=sys.stderr)
         return 2
+    render = program_renderer(grammar, args.render)
     status = 0
     previous = None  # the text written for the last input decoded
     for name in args.inputs:
@@ -43,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
         if args.tree:
             previous = f"{name}: {describe(grammar, tree)}\n"
         else:
-            previous = f"// {name}: {describe(grammar, tree)}\n" + render(tree, grammar, args.render)
+            previous = f"// {name}: {describe(grammar, tree)}\n" + render(tree)
         sys.stdout.write(previous)
     return status

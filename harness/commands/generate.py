@@ -20,8 +20,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="fast (default) or fuzzingbook's ProbabilisticGrammarFuzzer on the same grammar")
     parser.add_argument("--render", default="canonical", metavar="STYLE",
-                        help="a rendering of the grammar: canonical (default; what loom-opt reads) or, "
-                             "for the built-in grammars, oracle (generic ops for upstream mlir-opt)")
+                        help="a rendering of the grammar: canonical (default; what loom-opt reads), "
+                             "for the built-in grammars oracle (generic ops for upstream mlir-opt), or, "
+                             "for any grammar in the P1-P24 contract, exec (a module in func/arith/scf/"
+                             "memref/llvm whose main runs every thread and region on a table of inputs "
+                             "and prints the results: mlir-runner-22 runs it)")
     add_grammar_arguments(parser)
     parser.add_argument("-o", "--output", default="-", metavar="DIR",
                         help="a folder for one .mlir file per program, or - for stdout separated by "
@@ -41,17 +44,23 @@ def file_name(index: int, count: int) -> str:
 
 
 def _write_stream(programs, grammar, render: str, stream) -> None:
-    from harness.core.render import render_stream
+    from harness.core.render import render_stream, separated
 
-    for text in render_stream(programs, grammar, render, _BATCH):
+    if render == "exec":  # a transformation of whole programs: one at a time
+        from harness.execute.render_exec import program_renderer
+
+        texts = separated(map(program_renderer(grammar, render), programs))
+    else:
+        texts = render_stream(programs, grammar, render, _BATCH)
+    for text in texts:
         stream.write(text)
     stream.flush()
 
 
 def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
-    from harness.core.render import renderer
+    from harness.execute.render_exec import program_renderer
 
-    render_program = renderer(grammar, render).render
+    render_program = program_renderer(grammar, render)
 
     if progress:
         from tqdm import tqdm
@@ -70,9 +79,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.stats import ChoiceCounts
 
     grammar = grammar_from_args(args)
-    if args.render not in grammar.renderings:
-        print(f"loomfuzz generate: error: --render {args.render}: the grammar has the renderings "
-              f"{', '.join(grammar.renderings)}", file=sys.stderr)
+    from harness.execute.render_exec import style_error
+
+    problem = style_error(grammar, args.render)
+    if problem:
+        print(f"loomfuzz generate: error: {problem}", file=sys.stderr)
         return 2
     programs = generate(grammar, args.engine, args.seed, args.count)
     counts = ChoiceCounts(grammar) if args.stats or args.plot else None

@@ -253,9 +253,14 @@ def render_stream(trees: Iterable[Node], grammar: CompiledGrammar,
     programs to a yielded string."""
     r = renderer(grammar, style)
     trees = iter(trees)
+    # a batch is rendered as it is drawn: no tree outlives its text
+    yield from separated(r.render_batch(chain((head,), islice(trees, batch - 1))) for head in trees)
+
+
+def separated(texts: Iterable[str]) -> Iterator[str]:
+    """The texts as one ``// -----``-separated stream, piece by piece."""
     previous = None
-    for head in trees:  # a batch is rendered as it is drawn: no tree outlives its text
-        text = r.render_batch(chain((head,), islice(trees, batch - 1)))
+    for text in texts:
         yield text if previous is None else marker_after(previous) + text
         previous = text
 

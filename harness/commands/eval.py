@@ -1,0 +1,64 @@
+"""``loomfuzz eval FILE...``: what each program's exec rendering prints, by the reference interpreter.
+
+Each FILE holds one P1-P24 program in the canonical rendering, or several
+separated by ``// -----`` lines (``loomfuzz generate`` output).  The output is
+exactly what ``main`` of ``--render exec`` prints under mlir-runner-22, one
+program after another, separated by ``// -----`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="programs in the canonical rendering (several per file separated by "
+                             "'// -----' lines); - reads stdin")
+
+
+def _programs(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each '// -----'-separated program."""
+    out, start, lines = [], 1, []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        if line.strip() == "// -----":
+            out.append((start, "".join(lines)))
+            start, lines = number + 1, []
+        else:
+            lines.append(line)
+    out.append((start, "".join(lines)))
+    return [(first, body) for first, body in out if body.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    import re
+
+    from harness.execute.interpret import InterpretError, interpret_program
+
+    status, first = 0, True
+    for path in args.files:
+        try:
+            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError) as error:
+            print(f"loomfuzz eval: error: {path}: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            status = 2
+            continue
+        if "// loomfuzz-exec" in text:
+            print(f"loomfuzz eval: error: {path}: an exec module; give the program it was rendered from",
+                  file=sys.stderr)
+            status = 2
+            continue
+        for offset, program in _programs(text):
+            try:
+                output = interpret_program(program)
+            except InterpretError as error:
+                # line numbers in the file, not in the one program
+                message = re.sub(r"^line (\d+)", lambda m: f"line {int(m.group(1)) + offset - 1}", str(error))
+                print(f"loomfuzz eval: error: {path}: {message}", file=sys.stderr)
+                status = 2
+                continue
+            sys.stdout.write(("" if first else "// -----\n") + output)
+            first = False
+    sys.stdout.flush()
+    return status
