@@ -108,6 +108,22 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
 
 
+def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = None):
+    """The runner ``--runner`` names (default: the fastest that works for the target),
+    after the pass pipeline passed its probe (harness.run.probe).  Raises
+    ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
+    from harness.run.persistent import DriverError
+    from harness.run.runners import make_runner
+
+    try:
+        return make_runner(getattr(args, "runner", None), target,
+                           jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                           batch_size=getattr(args, "batch_size", None),
+                           restart_every=getattr(args, "restart_every", None))
+    except DriverError as error:
+        raise TargetError(str(error)) from None
+
+
 class TargetError(Exception):
     """The target options do not name a usable target (one line for the user)."""
 
@@ -135,16 +151,29 @@ def target_from_args(args: argparse.Namespace):
         raise TargetError(str(error)) from None
 
 
+RUNNER_HELP = ("how programs run: process (one target process each), batch (many per process "
+               "through --split-input-file) or persistent (long-lived fork-server drivers, native/); "
+               "default: persistent where the target's driver is built, else batch")
+
+
+def add_runner_argument(parser) -> None:
+    """``--runner process|batch|persistent`` (harness.run.runners), common to every command."""
+    from harness.run.runners import RUNNER_KINDS
+
+    parser.add_argument("--runner", choices=RUNNER_KINDS, default=None, help=RUNNER_HELP)
+
+
 def add_sweep_arguments(parser) -> None:
-    """How a sweep runs (``run``, ``enumerate --run``): findings folder, batches, shards."""
+    """How a sweep runs (``run``, ``enumerate --run``): findings folder, runner, shards."""
     parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
                         help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
                              "journal (default: artifacts)")
+    add_runner_argument(parser)
     parser.add_argument("--batch-size", type=whole_number(1), metavar="N",
-                        help="programs per target process (--split-input-file); default: automatic; "
-                             "1: one process per program")
+                        help="with --runner batch: programs per target process (--split-input-file); "
+                             "default: automatic; 1: one process per program")
     parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
-                        help="batches run at once (default 1)")
+                        help="workers at once: drivers, batches or processes (default 1)")
     parser.add_argument("--shard", metavar="K/N",
                         help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
                              "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")

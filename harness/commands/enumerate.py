@@ -14,6 +14,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    runner_from_args,
     target_for_grammar,
     whole_number,
 )
@@ -30,7 +31,8 @@ depth bound (--max-depth D: the trees of depth at most D).
   loomfuzz enumerate --shard 2/8 -o - | mlir-opt-22 ... --split-input-file
   loomfuzz enumerate --run --target mlir-opt --jobs 2   # the exhaustive sweep
 
---run runs the programs against the target in batches, exactly as `loomfuzz
+--run runs the programs against the target through --runner (default: the
+persistent driver where it is built, else batches), exactly as `loomfuzz
 run` does (findings as crash-<sha1>.mlir/.json in --artifacts, a summary at
 the end), and keeps a journal in --artifacts: the same command run again
 after an interruption (even kill -9) runs only what is left.
@@ -172,12 +174,17 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
     source = (f"enumerate grammar={name} sha={grammar_fingerprint(grammar, target.render)}{depth} "
               f"render={target.render}")
     try:
-        result = run_sweep(
-            count, lambda index: render(space.unrank(index)), target, args.artifacts,
-            source=source, start=args.start, shard=shard, batch_size=args.batch_size, jobs=args.jobs,
-            progress=not args.no_progress, origin_of=lambda index: f"enumerate index {index}",
-            label="enumerate",
-        )
+        runner = runner_from_args(args, target)
+    except TargetError as error:
+        return _error(str(error))
+    try:
+        with runner:
+            result = run_sweep(
+                count, lambda index: render(space.unrank(index)), runner, args.artifacts,
+                source=source, start=args.start, shard=shard,
+                progress=not args.no_progress, origin_of=lambda index: f"enumerate index {index}",
+                label="enumerate",
+            )
     except (JournalError, TargetNotFound) as error:
         return _error(str(error))
     except OSError as error:

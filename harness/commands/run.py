@@ -11,6 +11,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    runner_from_args,
     target_for_grammar,
     whole_number,
 )
@@ -21,9 +22,10 @@ them, '-' for a stream on stdin; or, with no input, generate's programs
 (-n/--seed/--engine), rendered for the target.  File programs go to the target
 as they are written.
 
-They run in batches through the target's --split-input-file; a batch that
-fails is bisected so that every program gets the outcome it would get alone,
-and every finding comes from a run of its program alone.  Each finding leaves
+They run through --runner (default: the persistent driver where it is built,
+else batches through the target's --split-input-file), --jobs at once; every
+program gets the outcome it would get alone, and every finding is confirmed
+by a run in a fresh process.  Each finding leaves
 crash-<sha1 of the program text>.mlir and .json (whatever its kind) in
 --artifacts, as fuzz does; `loomfuzz triage DIR` reads them.  The folder also
 keeps the sweep's journal (sweep-<fingerprint>.jsonl): the same command run
@@ -79,11 +81,16 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as error:
         return _error(str(error))
     try:
-        result = run_sweep(
-            source.count, source.program_at, target, args.artifacts,
-            source=source.identity, shard=shard, batch_size=args.batch_size, jobs=args.jobs,
-            progress=not args.no_progress, origin_of=source.origin_of, label="run",
-        )
+        runner = runner_from_args(args, target)
+    except TargetError as error:
+        return _error(str(error))
+    try:
+        with runner:
+            result = run_sweep(
+                source.count, source.program_at, runner, args.artifacts,
+                source=source.identity, shard=shard,
+                progress=not args.no_progress, origin_of=source.origin_of, label="run",
+            )
     except (JournalError, TargetNotFound) as error:
         return _error(str(error))
     except OSError as error:
