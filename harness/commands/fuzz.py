@@ -61,13 +61,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
                         help="structural feedback from the program's shape and the outcome; "
                              "auto (default): on without --coverage, off with it")
-    parser.add_argument("--persistent", action="store_true",
-                        help="run programs through one long-lived driver (native/; for mlir-opt "
-                             "found as $LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, "
-                             "for loom-opt as $LOOMFUZZ_LOOM_DRIVER); findings are confirmed in a "
-                             "fresh process")
+    parser.add_argument("--runner", choices=("process", "persistent"), default=None,
+                        help="process: one target process per program; persistent: one long-lived "
+                             "fork-server driver per worker (native/; for mlir-opt found as "
+                             "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
+                             "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
+                             "default: persistent where the target's driver is built, else process")
     parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
-                        help="with --persistent: restart the driver after N programs (default 10000)")
+                        help="with --runner persistent: retire the driver's worker after N programs "
+                             "(default 10000)")
     parser.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
                         help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
     parser.add_argument("--self", dest="self_test", action="store_true",
@@ -118,14 +120,19 @@ def run(args: argparse.Namespace) -> int:
         else:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
         coverage_binary = target.argv[0]
-        if args.persistent:
+        from harness.run.runners import default_runner_kind
+
+        if args.runner is None:
+            args.runner = "persistent" if default_runner_kind(target) == "persistent" else "process"
+        if args.runner == "persistent":
             # Checked here too, so that a missing driver stops before the campaign starts.
-            from harness.run.persistent import DriverError, persistent_target
+            from harness.run.persistent import DriverError
+            from harness.run.runners import persistent_for
 
             try:
-                coverage_binary = persistent_target(target).driver[0]
+                coverage_binary = persistent_for(target).driver[0]
             except DriverError as error:
-                return _error(f"--persistent: {error}")
+                return _error(f"--runner persistent: {error}")
         if args.coverage != "none":
             # Checked here too, so that a binary without a map stops before the campaign starts.
             from harness.run.coverage import CoverageUnavailable, require_map
@@ -192,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         seed=args.seed,
         libfuzzer_args=list(args.libfuzzer),
-        persistent=args.persistent,
+        runner=args.runner or "process",
         restart_every=args.restart_every,
         env=env,
         stats_interval=args.stats_interval,

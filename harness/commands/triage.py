@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.commands import (
     TargetError,
     add_grammar_arguments,
+    add_runner_argument,
     add_target_arguments,
     grammar_from_args,
     target_for_grammar,
@@ -45,7 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("words", nargs="*", metavar="INPUT",
                         help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
-    add_target_arguments(parser.add_argument_group("target (as for loomfuzz fuzz)"))
+    target_group = parser.add_argument_group("target (as for loomfuzz fuzz)")
+    add_target_arguments(target_group)
+    add_runner_argument(target_group)
     add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
@@ -119,6 +122,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         max_minimize_evaluations=args.max_candidates,
         progress=not args.no_progress,
         grammar=grammar,
+        runner=args.runner,
     )
     try:
         s = run_triage(config)

@@ -45,6 +45,8 @@ __all__ = [
 
 #: Programs per journal line.
 JOURNAL_EVERY = 256
+#: ... and at least this often (seconds).
+JOURNAL_SECONDS = 2.0
 
 #: Where ``--shard auto/N`` finds K, first set wins.
 SHARD_ENVIRONMENT = ("JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID")
@@ -160,7 +162,8 @@ def run_sweep(
     range and target resume the same journal: pass everything that changes
     which text an index stands for, e.g. ``"enumerate profile=default
     render=canonical"``).  Results are journaled every ``journal_every``
-    programs.  ``origin_of(index)`` is recorded with each finding (e.g. the
+    programs (batch by batch for a batch runner), and at least every
+    ``JOURNAL_SECONDS``.  ``origin_of(index)`` is recorded with each finding (e.g. the
     file it came from).  Raises ``JournalError`` and the runner's
     ``TargetNotFound``; Ctrl-C stops after the results under way are
     journaled (``interrupted``).
@@ -183,6 +186,7 @@ def run_sweep(
         bar = tqdm(total=len(part), initial=result.resumed, unit="prog", desc=label,
                    file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
 
+    sizer = getattr(runner, "sizer", None)
     pending: list[Result] = []
     marks = {"processes": 0, "time": time.monotonic()}
 
@@ -226,7 +230,9 @@ def run_sweep(
             if pending and r.program.key != pending[-1].program.key + 1:
                 flush()  # a gap: journal ranges are contiguous
             pending.append(r)
-            if len(pending) >= journal_every:
+            # a batch runner journals batch by batch, as it runs them
+            unit = sizer.size if sizer is not None else journal_every
+            if len(pending) >= unit or time.monotonic() - marks["time"] > JOURNAL_SECONDS:
                 flush()
         flush()
     except KeyboardInterrupt:
@@ -241,7 +247,6 @@ def run_sweep(
     result.processes = runner.stats.processes
     result.executions = runner.stats.executions
     result.restarts = runner.stats.describe_restarts() if runner.kind != "process" else None
-    sizer = getattr(runner, "sizer", None)
     if sizer is not None:
         result.batch_size = sizer.size
         result.automatic = sizer.fixed is None

@@ -149,6 +149,15 @@ class Runner:
     def run_all(self, programs: Sequence[Program]) -> list[Result]:
         return list(self.run(programs))
 
+    def run_one(self, program: Program) -> Result:
+        """One program in the calling thread (a fuzz target's loop), with that
+        thread's own worker state (its driver)."""
+        result = self._one(program)
+        with self._lock:
+            self.stats.programs += 1
+            self.stats.executions += result.executions
+        return result
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         for state in self._states:
@@ -251,7 +260,7 @@ class PersistentPool(Runner):
         return [(state.name, state.runner.stats) for state in self._states]
 
 
-class BatchRunner(Runner):
+class BatchRunner(Runner):  # run_one: a batch of one, i.e. one process
     """Batches through ``--split-input-file`` (:func:`harness.run.batch.run_batch`).
 
     Each worker thread runs one batch at a time; the batch size adapts
@@ -292,6 +301,9 @@ class BatchRunner(Runner):
                     yield result
             if not batch and not window:
                 return
+
+    def _one(self, program: Program) -> Result:
+        return self._batch([program])[0]
 
     def _batch(self, batch: list[Program]) -> list[Result]:
         worker: _Worker | None = self._state()
@@ -344,14 +356,16 @@ def persistent_for(target: Target, restart_every: int | None = None) -> Persiste
 
 
 def make_runner(kind: str | None, target: Target, *, jobs: int = 1, judge: Judge = judge,
-                batch_size: int | None = None, restart_every: int | None = None) -> Runner:
+                batch_size: int | None = None, restart_every: int | None = None,
+                env=None, settle: bool = False) -> Runner:
     """The runner ``kind`` (None: :func:`default_runner_kind`) for ``target``.
     Raises ``DriverError`` when ``persistent`` is asked for and there is no driver."""
     kind = kind or default_runner_kind(target)
     if kind == "process":
         return ProcessRunner(target, judge=judge, jobs=jobs)
     if kind == "persistent":
-        return PersistentPool(target, persistent_for(target, restart_every), judge=judge, jobs=jobs)
+        return PersistentPool(target, persistent_for(target, restart_every), judge=judge, jobs=jobs,
+                              env=env, settle=settle)
     if kind == "batch":
         fallback = None
         if batch_size != 1 and default_runner_kind(target) == "persistent":

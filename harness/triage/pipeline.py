@@ -74,6 +74,7 @@ from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import render
 from harness.core.tree import decisions, describe
 from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.run.runners import Program, Runner, make_runner
 from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.signature import Signature, signature_of
 
@@ -236,9 +237,15 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
 # ------------------------------------------------------------ reproduction
 
 
-def run_once(target: Target, text: str) -> tuple[Outcome, Verdict, Signature | None]:
-    outcome = run_program(target, text)
-    verdict = judge(target, text, outcome)
+def run_once(target: Target, text: str, runner: Runner | None = None
+             ) -> tuple[Outcome, Verdict, Signature | None]:
+    """One judged run: through ``runner`` (harness.run.runners) when given, else a process."""
+    if runner is not None:
+        result = runner.run_one(Program("triage", text))
+        outcome, verdict = result.outcome, result.verdict
+    else:
+        outcome = run_program(target, text)
+        verdict = judge(target, text, outcome)
     return outcome, verdict, signature_of(verdict)
 
 
@@ -253,13 +260,13 @@ class Reproduction:
     stderr: str | None
 
 
-def reproduce(target: Target, text: str, repeat: int) -> Reproduction:
+def reproduce(target: Target, text: str, repeat: int, runner: Runner | None = None) -> Reproduction:
     """Run ``text`` ``repeat`` times; the most frequent signature decides."""
     counts: dict[str, int] = {}
     first: dict[str, tuple[Signature, Outcome, Verdict]] = {}
     last: tuple[Outcome, Verdict] | None = None
     for _ in range(repeat):
-        outcome, verdict, sig = run_once(target, text)
+        outcome, verdict, sig = run_once(target, text, runner)
         last = (outcome, verdict)
         if sig is not None:
             counts[sig.key] = counts.get(sig.key, 0) + 1
@@ -288,7 +295,8 @@ class Interesting:
     canonical rendering passes the independent checker."""
 
     def __init__(self, target: Target, signature: str, attempts: int = 1,
-                 grammar: CompiledGrammar | None = None) -> None:
+                 grammar: CompiledGrammar | None = None, runner: Runner | None = None) -> None:
+        self.runner = runner
         self.grammar = grammar or default_grammar()
         self.check_contract = self.grammar.meta.get("CONTRACT") == "P1-P24"
         self.target = target
@@ -302,7 +310,7 @@ class Interesting:
     def text(self, text: str) -> bool:
         for _ in range(self.attempts):
             self.runs += 1
-            outcome, _, sig = run_once(self.target, text)
+            outcome, _, sig = run_once(self.target, text, self.runner)
             if sig is not None and sig.key == self.signature:
                 self.last_outcome, self.last_hit = outcome, text
                 return True
@@ -342,6 +350,7 @@ class TriageConfig:
     max_text_evaluations: int = 1000
     progress: bool = True
     grammar: CompiledGrammar | None = None  # None: the default profile
+    runner: str | None = None  # process | batch | persistent; None: the fastest that works
 
 
 @dataclass
@@ -469,11 +478,12 @@ def _representative(db: TriageDB, bucket_id: int,
     return best[1], best[2], best[3], best[4]
 
 
-def _verify(target: Target, text: str, signature: str, runs: int) -> tuple[int, Outcome | None]:
+def _verify(target: Target, text: str, signature: str, runs: int,
+            runner: Runner | None = None) -> tuple[int, Outcome | None]:
     """(hits, first hit) of ``runs`` runs of ``text``."""
     hits, first = 0, None
     for _ in range(runs):
-        outcome, _, sig = run_once(target, text)
+        outcome, _, sig = run_once(target, text, runner)
         if sig is not None and sig.key == signature:
             hits += 1
             first = first or outcome
@@ -481,20 +491,20 @@ def _verify(target: Target, text: str, signature: str, runs: int) -> tuple[int, 
 
 
 def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int,
-                  grammar: CompiledGrammar) -> _MinimizeResult:
+                  grammar: CompiledGrammar, runner: Runner | None = None) -> _MinimizeResult:
     """Minimize one bucket's representative, then run the result ``job.verify`` times."""
     if job.program is None:
-        hits, outcome = _verify(target, job.text, job.signature, job.verify)
+        hits, outcome = _verify(target, job.text, job.signature, job.verify, runner)
         return _MinimizeResult(
             job, job.text, None, 0, 0, 0.0, [], outcome, hits,
             "no member is in the shape: the smallest member is kept as text "
             "(use --text-reduce to reduce it line by line)",
         )
-    predicate = Interesting(target, job.signature, job.attempts, grammar)
+    predicate = Interesting(target, job.signature, job.attempts, grammar, runner)
     result = minimize(job.program, grammar, predicate.program, max_evaluations=max_evaluations)
     text = render(result.tree, grammar, target.render)
     note = f"minimization stopped after {max_evaluations} candidates" if result.exhausted else None
-    hits, outcome = _verify(target, text, job.signature, job.verify)
+    hits, outcome = _verify(target, text, job.signature, job.verify, runner)
     if outcome is None and predicate.last_hit == text:
         outcome = predicate.last_outcome
     return _MinimizeResult(
@@ -542,8 +552,11 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
+        # each pool thread runs through its own worker of the runner (its own driver)
+        runner = make_runner(config.runner, target, jobs=jobs)
+
         def reproduce_one(inp: Input) -> Reproduction:
-            return reproduce(target, inp.target_text(target), config.repeat)
+            return reproduce(target, inp.target_text(target), config.repeat, runner)
 
         started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="triage")
@@ -589,7 +602,8 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             )
         with _phase(pool, len(pending), "minimize", config.progress) as bar:
             futures = [
-                pool.submit(_minimize_job, job, target, config.max_minimize_evaluations, grammar)
+                pool.submit(_minimize_job, job, target, config.max_minimize_evaluations, grammar,
+                            runner)
                 for job in pending
             ]
             for future in futures:
@@ -625,7 +639,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
 
             def reduce_one(job):
                 bucket_id, signature, text, n = job
-                predicate = Interesting(target, signature, n)
+                predicate = Interesting(target, signature, n, runner=runner)
                 result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
                 return bucket_id, result, predicate.runs
 
@@ -634,6 +648,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     db.save_text_reduction(bucket_id, result.text, result.lines, runs)
                     bar.update(1)
         pool.shutdown(wait=True)
+        runner.close()
         seconds_minimize = time.monotonic() - started
 
         db.finish_run(run_id)
