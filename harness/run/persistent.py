@@ -323,8 +323,6 @@ class PersistentRunner:
             raise DriverError(f"driver {self.target.driver[0]} broke the protocol: {magic!r} "
                               f"instead of {WORKER!r}")
         self.worker = pid
-        self.history = []
-        self.answered = 0
         self.stats.workers += 1
         self.stats.seconds_starting += time.monotonic() - started
 
@@ -423,8 +421,12 @@ class PersistentRunner:
             self.restart(f"every {self.target.restart_every}")
         if self.proc is None:
             self._start()
-        if self.target.fork_server and self.worker is None:
-            self._await_worker()
+        # A fork server's next worker is greeted after the program is on its way:
+        # the program waits in the pipe while the fork happens (no round trip).
+        greet = self.target.fork_server and self.worker is None
+        if greet:
+            self.history = []
+            self.answered = 0
         process = self.target.process
         data = text.encode("utf-8")
         offset = self._stderr_size()
@@ -435,6 +437,8 @@ class PersistentRunner:
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died between programs; the read below sees EOF and its stderr
+        if greet:
+            self._await_worker()
         deadline = start + process.timeout
         try:
             magic = self._read(4, deadline)
