@@ -177,3 +177,44 @@ def test_persistent_loom_runner_without_loom_s_driver_says_so_in_one_line(fake_l
     (line,) = proc.stderr.strip().splitlines()
     assert "built with loom's libraries" in line and "LOOMFUZZ_LOOM_DRIVER" in line
     assert not list(tmp_path.glob("crash-*"))
+
+
+# ---------------------------------------------------------- the pipeline probe
+
+
+def _counting_mlir_opt(tmp_path: Path, mlir_opt: str) -> tuple[Path, Path]:
+    """mlir-opt-22 behind a script that counts its invocations."""
+    log = tmp_path / "invocations"
+    wrapper = tmp_path / "mlir-opt-counted"
+    wrapper.write_text(f'#!/bin/sh\necho run >> {log}\nexec {mlir_opt} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+@pytest.mark.parametrize("command", [["run", "-n", "200"], ["enumerate", "--run", "--count", "200"]])
+def test_a_pipeline_the_target_refuses_stops_before_any_program(mlir_opt, tmp_path, command):
+    wrapper, log = _counting_mlir_opt(tmp_path, mlir_opt)
+    artifacts = tmp_path / "artifacts"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLIR_OPT": str(wrapper)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *command, "--target", "mlir-opt",
+         "--pipeline", "canonicalize,cse,sccp", "--runner", "process",
+         "--artifacts", str(artifacts), "--no-progress"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"loomfuzz {command[0]}: error: --pipeline canonicalize,cse,sccp: ")
+    assert "write --pipeline 'builtin.module(canonicalize,cse,sccp)'" in line
+    assert log.read_text().splitlines() == ["run"]  # the probe, and no program
+    assert not list(artifacts.glob("crash-*")) if artifacts.exists() else True
+
+
+def test_a_pipeline_that_changes_nothing_is_said_in_one_line(mlir_opt, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "-n", "20", "--target", "mlir-opt",
+         "--pipeline", "builtin.module(cse)", "--artifacts", str(tmp_path), "--no-progress"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "changed nothing in the probe module" in notes[0]

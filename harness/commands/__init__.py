@@ -108,13 +108,37 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
 
 
+def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:
+    """Run the target once on a trivial module (harness.run.probe) before any
+    program: raises ``PipelineRefused`` (one line; ``harness.cli`` exits 2) and
+    prints a one-line note for a pipeline that changed nothing."""
+    import sys
+
+    from harness.run.probe import probe_target
+
+    if getattr(args, "pipeline", None) is not None:
+        what = f"--pipeline {args.pipeline}"
+    elif getattr(args, "pass_args", None) is not None:
+        what = f"--pass-args {args.pass_args}"
+    else:
+        what = f"the {target.name} arguments {shlex.join(target.argv[1:])}"
+    result = probe_target(target, what)
+    if result.note:
+        print(f"loomfuzz {command}: note: {result.note}", file=sys.stderr)
+
+
 def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = None):
     """The runner ``--runner`` names (default: the fastest that works for the target),
-    after the pass pipeline passed its probe (harness.run.probe).  Raises
+    after the pass pipeline passed its probe (:func:`probe_pipeline`).  Raises
     ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
     from harness.run.persistent import DriverError
+    from harness.run.runner import TargetNotFound
     from harness.run.runners import make_runner
 
+    try:
+        probe_pipeline(args, target, args.command)
+    except TargetNotFound as error:
+        raise TargetError(str(error)) from None
     try:
         return make_runner(getattr(args, "runner", None), target,
                            jobs=jobs if jobs is not None else getattr(args, "jobs", 1),

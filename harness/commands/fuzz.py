@@ -12,6 +12,7 @@ from harness.commands import (
     add_target_arguments,
     grammar_from_args,
     positive_number,
+    probe_pipeline,
     profile_from_args,
     target_from_args,
     whole_number,
@@ -120,7 +121,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
         coverage_binary = target.argv[0]
+        from harness.run.runner import TargetNotFound
         from harness.run.runners import default_runner_kind
+
+        try:
+            probe_pipeline(args, target, "fuzz")  # a refused pipeline: one line, exit 2
+        except TargetNotFound as error:
+            return _error(str(error))
 
         if args.runner is None:
             args.runner = "persistent" if default_runner_kind(target) == "persistent" else "process"

@@ -23,6 +23,7 @@ from harness.commands import (
     add_runner_argument,
     add_target_arguments,
     grammar_from_args,
+    probe_pipeline,
     target_for_grammar,
     whole_number,
 )
@@ -109,7 +110,10 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
     try:
         target = target_for_grammar(args, grammar)
+        probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
     except TargetError as error:
+        return _error(str(error))
+    except TargetNotFound as error:
         return _error(str(error))
     config = TriageConfig(
         inputs=inputs,
