@@ -19,8 +19,10 @@ from harness.commands import (
 EPILOG = """\
 Programs: .mlir files (one program each, or a '// -----' stream), folders of
 them, '-' for a stream on stdin; or, with no input, generate's programs
-(-n/--seed/--engine), rendered for the target.  File programs go to the target
-as they are written.
+(-n/--seed/--engine), rendered for the target.  File programs are read back
+into derivation trees (the grammar's, else another built-in profile's) and
+rendered the way the target reads them (canonical for loom-opt, oracle for
+mlir-opt); a file no grammar parses goes to the target as it is written.
 
 They run through --runner (default: the persistent driver where it is built,
 else batches through the target's --split-input-file), --jobs at once; every
@@ -74,12 +76,14 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     try:
         if args.inputs:
-            source = from_files(args.inputs)
+            source = from_files(args.inputs, grammar=grammar, style=target.render)
         else:
             source = from_generator(grammar, args.engine, args.seed, args.count or 1000,
                                     target.render)
     except SourceError as error:
         return _error(str(error))
+    if source.note:
+        print(f"loomfuzz run: {source.note}", file=sys.stderr)
     try:
         runner = runner_from_args(args, target)
     except TargetError as error:
