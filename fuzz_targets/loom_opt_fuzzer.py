@@ -228,6 +228,7 @@ class LoomOptFuzzer:
                 series.finding(verdict.kind)
             self.kpath_seen |= self.kpath.of(program)
             if self.last >= series.next_row:
+                self._restart_gauges()
                 series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
                 series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
@@ -247,6 +248,17 @@ class LoomOptFuzzer:
             raise Finding(f"{target.name}: {verdict.why} "
                           f"(program: {os.path.join(self.directory, name)}.mlir)")
 
+    def _restart_gauges(self) -> None:
+        """This worker's driver restarts and their reasons, for stats-workers.csv."""
+        workers = getattr(self.runner, "worker_stats", list)()
+        if workers:
+            reasons: Counter = Counter()
+            for _, stats in workers:
+                reasons.update(stats.restarts)
+            self.series.set("restarts", sum(reasons.values()))
+            self.series.set("restart_reasons", " ".join(
+                f"{k.replace(' ', '-')}:{v}" for k, v in sorted(reasons.items())))
+
     def summary(self) -> None:
         """Print the summary line once (called from every exit path)."""
         if self.summarised:
@@ -264,10 +276,11 @@ class LoomOptFuzzer:
             line += f" ({kinds}) -> {', '.join(self.finding_files)}"
         line += f"; time in target: {self.in_target:.3f} s"
         if self.runner is not None:
-            for name, stats in getattr(self.runner, "worker_stats", list)():
+            for _, stats in getattr(self.runner, "worker_stats", list)():
                 line += f"; persistent: {stats.describe()}"
             self.runner.close()
         if self.series is not None:
+            self._restart_gauges()
             self.series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
             self.series.close(self.executions, self.bridge.edges_seen if self.bridge is not None else None)
         if self.bridge is not None:

@@ -263,3 +263,35 @@ def test_a_file_no_grammar_parses_runs_as_written(fake_loom_opt, tmp_path):
                 cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "0 of 1 programs read back" in proc.stderr and "1 run as written" in proc.stderr
+
+
+# ------------------------------------------------------------ counts in fuzz
+
+
+def test_fuzz_jobs_report_the_workers_driver_restarts(fake, tmp_path):
+    """`fuzz --runner persistent --jobs 2` against a driver that crashes at the
+    20th program of every worker: the summary's and stats.csv's restart counts
+    equal the double's own count of its crashes."""
+    import csv
+
+    crashes = tmp_path / "crashes"
+    wrapper = tmp_path / "driver"
+    wrapper.write_text(f'#!/bin/sh\nexec {fake} --persistent --crash-log={crashes} "$@"\n')
+    wrapper.chmod(0o755)
+    expectations = tmp_path / "any.json"
+    expectations.write_text('{"rules": [{"name": "any", "expect": "either"}]}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "fuzz", "--loom-opt", fake, "--pass-args=--state-bug=20",
+         "--expectations", str(expectations), "--runner", "persistent", "--jobs", "2", "--runs", "300",
+         "--seed", "1", "--stats-interval", "0.2", "--corpus", str(tmp_path / "corpus"),
+         "--artifacts", str(tmp_path / "artifacts")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LOOMFUZZ_LOOM_DRIVER": str(wrapper)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]  # persistent-only findings
+    crashed = len(crashes.read_text().splitlines())
+    assert crashed >= 2
+    assert f"persistent:  {crashed} driver restarts (crash: {crashed})" in proc.stdout, proc.stdout
+    with open(tmp_path / "artifacts" / "stats.csv", newline="") as f:
+        last = list(csv.DictReader(f))[-1]
+    assert last["final"] == "1" and int(last["restarts"]) == crashed
+    assert last["restart_reasons"] == f"crash:{crashed}"

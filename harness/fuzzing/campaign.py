@@ -621,6 +621,13 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         interrupted = True
     executions, rate_seconds = progress.executions()
     counted = series.worker_executions()
+    restarts, restart_reasons = series.worker_restarts()
+    if restarts is not None and (progress.restarts is None or config.jobs > 1):
+        # fork mode: the workers' summary lines go to libFuzzer's job logs; their rows count
+        progress.restarts = restarts
+        progress.restart_reasons = [", ".join(
+            f"{reason}: {n}" for reason, n in (p.rsplit(":", 1) for p in restart_reasons.split())
+        )] if restart_reasons else []
     if counted is not None and (executions is None or counted > executions):
         # fork mode: libFuzzer does not count the jobs still running when it stops
         executions, rate_seconds = counted, None
