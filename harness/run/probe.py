@@ -18,10 +18,12 @@ note (it may be right: ``cse`` has nothing to do there).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from dataclasses import dataclass
 
-from harness.run.runner import OutcomeKind, Target, run_program
+from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, classify
 
 __all__ = ["PROBE_MODULES", "PipelineRefused", "ProbeResult", "probe_target"]
 
@@ -62,7 +64,7 @@ def probe_target(target: Target, what: str) -> ProbeResult:
     ``TargetNotFound`` when the binary cannot run.
     """
     module = PROBE_MODULES[target.render]
-    outcome = run_program(target, module)
+    outcome = _run(target, module)
     binary = target.argv[0].rsplit("/", 1)[-1]
     if outcome.kind is not OutcomeKind.ACCEPTED:
         errors = [line.strip() for line in outcome.stderr.splitlines() if "error" in line.lower()]
@@ -86,6 +88,25 @@ def probe_target(target: Target, what: str) -> ProbeResult:
             "version ignores?)")
     return ProbeResult(f"{what}: the pipeline changed nothing in the probe module "
                        f"({', '.join(before)}); if it should, it is not running")
+
+
+def _run(target: Target, text: str) -> Outcome:
+    """One short run of the target's command line, classified as the runner does.
+    Not through :func:`harness.run.runner.run_program`: the probe runs in the
+    command's own process (``fuzz``'s supervisor), which starts no run reaper."""
+    try:
+        proc = subprocess.run(target.argv, input=text.encode(), capture_output=True,
+                              timeout=target.timeout, env={**os.environ, **target.env},
+                              start_new_session=True)
+    except subprocess.TimeoutExpired as expired:
+        stderr = (expired.stderr or b"").decode("utf-8", errors="replace")
+        kind, code, sig, reason = classify(None, stderr, timed_out=True, timeout=target.timeout)
+        return Outcome(kind, code, sig, "", stderr, target.timeout, reason)
+    except OSError as error:
+        raise TargetNotFound(f"cannot run {target.argv[0]}: {error.strerror}") from None
+    stderr = proc.stderr.decode("utf-8", errors="replace")
+    kind, code, sig, reason = classify(proc.returncode, stderr)
+    return Outcome(kind, code, sig, proc.stdout.decode("utf-8", errors="replace"), stderr, 0.0, reason)
 
 
 def _pipeline_of(target: Target) -> str | None:
