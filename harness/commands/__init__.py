@@ -202,3 +202,40 @@ def add_sweep_arguments(parser) -> None:
                         help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
                              "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, source: str,
+                  origin_of, start: int = 0, shard=None) -> int:
+    """The rest of ``run`` and ``enumerate --run``: the runner of the options (after the
+    pipeline probe), the sweep, its summary; returns the exit status (0 no finding, 1
+    findings or an error, 130 interrupted)."""
+    import sys
+
+    from harness.fuzzing.journal import JournalError
+    from harness.fuzzing.sweep import format_summary, run_sweep
+    from harness.run.runner import TargetNotFound
+
+    command = args.command
+
+    def error(message: str) -> int:
+        print(f"loomfuzz {command}: error: {message}", file=sys.stderr)
+        return 1
+
+    try:
+        runner = runner_from_args(args, target)
+    except TargetError as failure:
+        return error(str(failure))
+    try:
+        with runner:
+            result = run_sweep(count, program_at, runner, args.artifacts, source=source, start=start,
+                               shard=shard, progress=not args.no_progress, origin_of=origin_of,
+                               label=command)
+    except (JournalError, TargetNotFound) as failure:
+        return error(str(failure))
+    except OSError as failure:
+        return error(f"{failure.filename or args.artifacts}: {failure.strerror or failure}")
+    sys.stderr.flush()
+    print(format_summary(result, command), flush=True)
+    if result.interrupted:
+        return 130
+    return 1 if result.findings else 0

@@ -35,7 +35,8 @@ status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
 progress lines; piped, the output passes unchanged plus plain status lines.
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
-2 the fuzz target failed without a finding, 128 + N stopped by signal N
+2 the fuzz target failed without a finding or the target refuses its pipeline
+(checked once on a trivial module before the campaign), 128 + N stopped by signal N
 (130 SIGINT, 143 SIGTERM, 129 SIGHUP): every process of the campaign is
 stopped, findings being written are finished, the summary is printed.
 """

@@ -11,7 +11,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
-    runner_from_args,
+    sweep_command,
     target_for_grammar,
     whole_number,
 )
@@ -33,7 +33,11 @@ crash-<sha1 of the program text>.mlir and .json (whatever its kind) in
 keeps the sweep's journal (sweep-<fingerprint>.jsonl): the same command run
 again after an interruption (even kill -9) runs only what is left.
 
-Exit status: 0 no finding, 1 findings or an error, 130 interrupted.
+Before the first program the target runs once on a trivial module: a pass
+pipeline or argument it refuses is one line and exit status 2.
+
+Exit status: 0 no finding, 1 findings or an error, 2 the target refuses its
+pipeline or arguments, 130 interrupted.
 """
 
 
@@ -58,10 +62,8 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sources import SourceError, from_files, from_generator
-    from harness.fuzzing.sweep import ShardError, format_summary, parse_shard, run_sweep
-    from harness.run.runner import TargetNotFound
+    from harness.fuzzing.sweep import ShardError, parse_shard
 
     if args.inputs and args.count is not None:
         return _error("give INPUT files or -n/--count (programs to generate), not both")
@@ -84,23 +86,5 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     if source.note:
         print(f"loomfuzz run: {source.note}", file=sys.stderr)
-    try:
-        runner = runner_from_args(args, target)
-    except TargetError as error:
-        return _error(str(error))
-    try:
-        with runner:
-            result = run_sweep(
-                source.count, source.program_at, runner, args.artifacts,
-                source=source.identity, shard=shard,
-                progress=not args.no_progress, origin_of=source.origin_of, label="run",
-            )
-    except (JournalError, TargetNotFound) as error:
-        return _error(str(error))
-    except OSError as error:
-        return _error(f"{error.filename or args.artifacts}: {error.strerror or error}")
-    sys.stderr.flush()
-    print(format_summary(result, "run"), flush=True)
-    if result.interrupted:
-        return 130
-    return 1 if result.findings else 0
+    return sweep_command(args, target, source.count, source.program_at, source=source.identity,
+                         shard=shard, origin_of=source.origin_of)

@@ -65,7 +65,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional
 
 from harness.run.runner import (
     Outcome,
@@ -92,7 +92,6 @@ __all__ = [
     "default_driver_path",
     "find_driver",
     "persistent_target",
-    "run_programs",
 ]
 
 DEFAULT_RESTART_EVERY = 10_000
@@ -606,9 +605,3 @@ class PersistentRunner:
                 "history_programs": len(self.last_history),
             }
         write_finding(directory, name, text, self.target.process, verdict, extra=extra or None)
-
-
-def run_programs(target: PersistentTarget, texts: Sequence[str]) -> list[Outcome]:
-    """Outcomes of ``texts`` through one runner (a driver restarted as needed)."""
-    with PersistentRunner(target) as runner:
-        return [runner.run(text) for text in texts]

@@ -344,13 +344,8 @@ def default_runner_kind(target: Target) -> str:
 
 def persistent_for(target: Target, restart_every: int | None = None) -> PersistentTarget:
     """The fork-server driver for ``target``; raises ``DriverError`` (one line)."""
-    if target.name == "loom-opt":
-        try:
-            driver = find_driver("loom-opt")
-        except DriverError:
-            raise
-        if driver is None:
-            raise DriverError(LOOM_DRIVER_MISSING)
+    if target.name == "loom-opt" and find_driver("loom-opt") is None:
+        raise DriverError(LOOM_DRIVER_MISSING)
     kwargs = {"restart_every": restart_every} if restart_every else {}
     return persistent_target(target, **kwargs)
 
