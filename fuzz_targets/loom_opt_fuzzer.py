@@ -7,7 +7,7 @@ Usage::
 
 Every input is a choice sequence (``harness.core.codec``): it decodes to a program
 of the grammar (the default profile, or ``--grammar FILE``), rendered for the target (canonical for loom-opt,
-oracle for mlir-opt), run by ``harness.run.runner.run_program`` and judged
+oracle for mlir-opt), run through the runner interface (``harness.run.runners``) and judged
 against the target's expectations.  A finding (crash, timeout, oom, an
 outcome the expectations contradict, a failed output check) writes
 ``crash-<sha1 of input>.mlir`` and ``.json`` beside the place where libFuzzer
@@ -117,7 +117,7 @@ from harness.core.render import renderer
 from harness.fuzzing.series import WorkerSeries
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
-from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target, write_finding
+from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target
 from harness.run.runners import Program
 
 PROG = "loom_opt_fuzzer"
@@ -236,12 +236,7 @@ class LoomOptFuzzer:
                 stopping.exit_stopped()
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
-            if result.runner is not None:  # persistent-only: the driver's history goes with it
-                result.runner.write_finding(self.directory, name, text, verdict,
-                                            describe_grammar(self.grammar, program))
-            else:
-                write_finding(self.directory, name, text, target, verdict,
-                              describe_grammar(self.grammar, program))
+            result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program))
             kind = outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))

@@ -295,3 +295,31 @@ def test_fuzz_jobs_report_the_workers_driver_restarts(fake, tmp_path):
         last = list(csv.DictReader(f))[-1]
     assert last["final"] == "1" and int(last["restarts"]) == crashed
     assert last["restart_reasons"] == f"crash:{crashed}"
+
+
+def test_a_sweep_s_persistent_only_findings_carry_their_own_history(fake, tmp_path):
+    """`run --runner persistent` with a driver whose every worker fails its 25th
+    program (state, not the program): each such finding is persistent-only, its
+    sidecar holds its own position and the 24 programs its worker ran before it,
+    although the runner ran ahead meanwhile."""
+    import json
+
+    wrapper = tmp_path / "driver"
+    wrapper.write_text(f'#!/bin/sh\nexec {fake} --persistent "$@"\n')
+    wrapper.chmod(0o755)
+    expectations = tmp_path / "any.json"
+    expectations.write_text('{"rules": [{"name": "any", "expect": "either"}]}')
+    programs = tmp_path / "programs.mlir"
+    programs.write_text("\n// -----\n".join(f"// id {i}\nprogram {i}\n" for i in range(100)))
+    proc = _cli("run", "--loom-opt", fake, "--pass-args=--state-bug=25", "--expectations",
+                str(expectations), "--runner", "persistent", str(programs), "--artifacts", "a",
+                "--no-progress", cwd=tmp_path, env={"LOOMFUZZ_LOOM_DRIVER": str(wrapper)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    sidecars = [json.loads(p.read_text()) for p in (tmp_path / "a").glob("crash-*.json")]
+    assert len(sidecars) == 4  # programs 24, 48, 72, 96: each worker's 25th
+    for record in sidecars:
+        assert record["persistent_only"] and record["persistent"]["position"] == 25
+        history = (tmp_path / "a" / record["persistent"]["history"]).read_text().split("\n// -----\n")
+        ids = [int(h.split("// id ")[1].split()[0]) for h in history]
+        failed = int(open(tmp_path / "a" / (record["name"] + ".mlir")).read().split("// id ")[1].split()[0])
+        assert ids == list(range(failed - 24, failed))

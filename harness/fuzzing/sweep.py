@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from harness.fuzzing.journal import SweepJournal
-from harness.run.runner import write_finding
 from harness.run.runners import Program, Result, Runner
 
 __all__ = [
@@ -201,10 +200,7 @@ def run_sweep(
             outcomes[r.outcome.kind.value] += 1
             if r.verdict.finding:
                 name = finding_name(text)
-                if r.runner is not None:
-                    r.runner.write_finding(artifacts, name, text, r.verdict)
-                else:
-                    write_finding(artifacts, name, text, target, r.verdict)
+                r.write_finding(artifacts, name, target)
                 record = {"index": index, "name": name, "kind": r.verdict.kind,
                           "outcome": r.outcome.kind.value, "why": r.verdict.why}
                 if origin_of is not None:

@@ -85,6 +85,7 @@ __all__ = [
     "DEFAULT_RESTART_EVERY",
     "DRIVER_ENV",
     "LOOM_DRIVER_ENV",
+    "PersistentEvidence",
     "PersistentRunner",
     "PersistentStats",
     "PersistentTarget",
@@ -583,25 +584,44 @@ class PersistentRunner:
                 f"{fresh.reason}; program {position} since the driver started)",
         )
 
+    def evidence(self) -> "PersistentEvidence":
+        """What a persistent-only finding's sidecar says of the last program judged:
+        taken now, before the driver runs anything else."""
+        return PersistentEvidence(self.target, self.last_position, tuple(self.last_history))
+
+    def write_finding(self, directory, name: str, text: str, verdict: Verdict,
+                      extra: dict | None = None) -> None:
+        """:meth:`PersistentEvidence.write_finding` for the last program judged."""
+        self.evidence().write_finding(directory, name, text, verdict, extra)
+
+
+@dataclass(frozen=True)
+class PersistentEvidence:
+    """The driver's part of a persistent-only finding: the driver, the program's
+    position since its driver (worker) started, the programs before it."""
+
+    target: PersistentTarget
+    position: int
+    history: tuple[str, ...]
+
     def write_finding(self, directory, name: str, text: str, verdict: Verdict,
                       extra: dict | None = None) -> None:
         """:func:`harness.run.runner.write_finding` plus, for a persistent-only
-        finding, the driver's part: ``persistent`` in ``NAME.json`` (driver
-        command line, position, restart interval, history file) and
-        ``NAME.history.txt`` (the programs before it since the driver started);
-        ``extra``'s keys go into ``NAME.json`` too."""
+        finding, ``persistent`` in ``NAME.json`` (driver command line, position,
+        restart interval, history file) and ``NAME.history.txt`` (the programs
+        before it since the driver started); ``extra``'s keys go into ``NAME.json`` too."""
         extra = dict(extra or {})
         if verdict.persistent_only:
             history_name = f"{name}.history.txt"
             path = Path(directory) / history_name
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{history_name}.tmp")
-            tmp.write_text("\n// -----\n".join(self.last_history), encoding="utf-8")
+            tmp.write_text("\n// -----\n".join(self.history), encoding="utf-8")
             os.replace(tmp, path)
             extra["persistent"] = {
                 **self.target.to_json(),
-                "position": self.last_position,
+                "position": self.position,
                 "history": history_name,
-                "history_programs": len(self.last_history),
+                "history_programs": len(self.history),
             }
         write_finding(directory, name, text, self.target.process, verdict, extra=extra or None)

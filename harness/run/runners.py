@@ -40,12 +40,13 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
 from harness.run.persistent import (
     DriverError,
+    PersistentEvidence,
     PersistentRunner,
     PersistentTarget,
     find_driver,
     persistent_target,
 )
-from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.run.runner import Outcome, Target, Verdict, judge, run_program, write_finding
 
 __all__ = [
     "RUNNER_KINDS",
@@ -85,7 +86,16 @@ class Result:
     outcome: Outcome
     verdict: Verdict
     executions: int  # times this program went to the target (a confirmation included)
-    runner: Optional[PersistentRunner] = None  # the driver that ran it (persistent-only sidecars)
+    #: a persistent-only finding's driver, position and history (its sidecar)
+    evidence: Optional[PersistentEvidence] = None
+
+    def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
+        """``NAME.mlir`` and ``NAME.json`` (harness.run.runner.write_finding), with the
+        driver's evidence for a persistent-only finding."""
+        if self.evidence is not None:
+            self.evidence.write_finding(directory, name, self.program.text, self.verdict, extra)
+        else:
+            write_finding(directory, name, self.program.text, target, self.verdict, extra)
 
 
 @dataclass
@@ -253,7 +263,7 @@ class PersistentPool(Runner):
         self._count(stats.starts + stats.workers - before[1]
                     + (0 if self.persistent.fork_server else stats.confirmations - before[2]))
         return Result(program, verdict.outcome, verdict, executions,
-                      runner if verdict.persistent_only else None)
+                      runner.evidence() if verdict.persistent_only else None)
 
     def worker_stats(self):
         """Each worker's :class:`harness.run.persistent.PersistentStats`."""
@@ -309,17 +319,22 @@ class BatchRunner(Runner):  # run_one: a batch of one, i.e. one process
         worker: _Worker | None = self._state()
         texts = [p.text for p in batch]
         fallback = None
+        evidence: dict[int, PersistentEvidence] = {}
         if worker is not None:
             def fallback(indices: list[int]) -> list[tuple[ProgramResult, int]]:
-                return [self._through_driver(worker.runner, texts[k]) for k in indices]
+                results = []
+                for k in indices:
+                    results.append(self._through_driver(worker.runner, texts[k]))
+                    if results[-1][0].verdict.persistent_only:
+                        evidence[k] = worker.runner.evidence()
+                return results
         report = run_batch(self.target, texts, self.sizer.batch_timeout, judge=self.judge,
                            fallback=fallback)
         with self._lock:
             self.sizer.record(report, len(batch))
             self.stats.processes += report.processes
-        return [Result(p, r.outcome, r.verdict, n,
-                       worker.runner if worker is not None and r.verdict.persistent_only else None)
-                for p, r, n in zip(batch, report.results, report.executions)]
+        return [Result(p, r.outcome, r.verdict, n, evidence.get(k))
+                for k, (p, r, n) in enumerate(zip(batch, report.results, report.executions))]
 
     def _through_driver(self, runner: PersistentRunner, text: str) -> tuple[ProgramResult, int]:
         before = runner.stats.programs, runner.stats.starts + runner.stats.workers
