@@ -398,7 +398,7 @@ def main(argv: list[str]) -> None:
     if coverage not in ("none", "afl"):
         fail(f"--coverage takes none or afl, not {coverage!r}")
     if coverage != "none" and not is_fork_parent:  # the fork-mode parent runs no input itself
-        # with --persistent the map is the driver's: it is what runs the programs
+        # with --runner persistent the map is the driver's: it is what runs the programs
         bridge = _open_coverage(coverage, persistent.driver[0] if persistent else target.argv[0])
         if persistent is None:
             target = dataclasses.replace(target, env={**target.env, **bridge.env})
