@@ -169,7 +169,7 @@ class Runner:
         return result
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)  # programs not started yet: dropped
         for state in self._states:
             close = getattr(state, "close", None)
             if close:
@@ -191,14 +191,16 @@ class Runner:
         yield result
 
     def _state(self):
-        state = getattr(self._local, "state", None)
-        if state is None:
+        """This thread's worker state, made on its first call."""
+        try:
+            return self._local.state
+        except AttributeError:
             with self._lock:
                 index = len(self._states)
                 state = self._worker_state(index)
                 self._states.append(state)
             self._local.state = state
-        return state
+            return state
 
     def _worker_state(self, index: int):
         return None
