@@ -68,7 +68,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "fork-server driver per worker (native/; for mlir-opt found as "
                              "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
                              "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
-                             "default: persistent where the target's driver is built, else process")
+                             "default: persistent where the target's driver is built (and no "
+                             "--coverage), else process")
     parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
                         help="with --runner persistent: retire the driver's worker after N programs "
                              "(default 10000)")
@@ -131,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
             return _error(str(error))
 
         if args.runner is None:
-            args.runner = "persistent" if default_runner_kind(target) == "persistent" else "process"
+            # with --coverage the map is the instrumented target's: a process per program
+            # unless --runner persistent names the (instrumented) driver
+            fastest = default_runner_kind(target) == "persistent" and args.coverage == "none"
+            args.runner = "persistent" if fastest else "process"
         if args.runner == "persistent":
             # Checked here too, so that a missing driver stops before the campaign starts.
             from harness.run.persistent import DriverError
