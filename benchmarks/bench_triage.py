@@ -11,6 +11,23 @@ starting points than each bucket's simplest member, it minimizes every
 crashing input on its own with the same predicate triage uses.
 
 Goal: median target runs per minimized bucket <= 25.
+
+Then (issue 27) the cost of triage per input and the buckets per real bug, by
+running ``loomfuzz triage`` as a user does (a subprocess, ``--jobs 2``) on
+three sets of findings, each target wrapped by a script that counts its
+processes:
+
+* stand-in: the fake loom-opt with its deterministic bugs (assert, segv,
+  fatal) on fuzz-style artifacts of random programs, 5/6 of them crashing;
+* heap double: the fake's ``heap`` bug (one bug, three symptoms at random)
+  and its ``assert`` bug: 2 real bugs;
+* mlir-opt-22 (``--target mlir-opt --profile wide``, pipeline
+  canonicalize,cse,sccp): random wide programs as ``.mlir`` files (mlir-opt-22
+  accepts them all: this measures the inputs that do not reproduce).
+
+With ``--baseline DIR`` (a checkout of loom-fuzz before issue 27, e.g. made by
+``git worktree add DIR COMMIT``) the same findings are triaged by that
+checkout too, side by side: processes and wall time per input, buckets, bugs.
 """
 
 from __future__ import annotations
@@ -33,6 +50,7 @@ from harness.core.walk import random_trees
 from harness.run.runner import resolve_target
 from harness.triage.crashdb import TriageDB
 from harness.triage.pipeline import Interesting, TriageConfig, attempts_for, run_triage
+from harness.triage.runs import TriageRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
@@ -65,7 +83,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer seeds and inputs")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--baseline", metavar="DIR", help="a loom-fuzz checkout to compare with")
+    parser.add_argument("--only-cli", action="store_true", help="only the per-input comparison")
     args = parser.parse_args()
+    if args.only_cli:
+        work = Path(tempfile.mkdtemp(prefix="bench-triage-"))
+        try:
+            compare_cli(work, build_fake(work), args)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     seeds, inputs = (2, 200) if args.quick else (5, 400)
 
     work = Path(tempfile.mkdtemp(prefix="bench-triage-"))
@@ -135,7 +162,7 @@ def main() -> None:
             if program in seen:
                 continue
             seen.add(program)
-            predicate = Interesting(target, signature, n, grammar)
+            predicate = Interesting(TriageRunner(target), signature, n, grammar)
             minimize(program, grammar, predicate.program)
             name = "flaky" if "stale call result" in signature else signature.split(" ")[0]
             per_bug.setdefault(name, []).append(predicate.runs)
@@ -150,8 +177,92 @@ def main() -> None:
         print(f"all inputs: median {statistics.median(everything)}, "
               f"deterministic bugs only: median "
               f"{statistics.median([r for n, rs in per_bug.items() if n != 'flaky' for r in rs])}")
+        print()
+        compare_cli(work, fake, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def counting_wrapper(work: Path, name: str, binary: str) -> tuple[Path, Path]:
+    """A script that counts its runs in a file, then runs ``binary``."""
+    count = work / f"{name}.count"
+    wrapper = work / name
+    wrapper.write_text(f'#!/bin/sh\necho >> "{count}"\nexec "{binary}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, count
+
+
+def triage_cli(tree: Path, out: Path, inputs: Path, target_args: list[str], env: dict, jobs: int) -> dict:
+    """``loomfuzz triage`` of the loom-fuzz in ``tree``: wall time and report.json."""
+    command = [sys.executable, "-m", "harness.cli", "triage", *target_args, "--db", str(out / "t.db"),
+               "--out", str(out), "--jobs", str(jobs), "--no-progress", str(inputs)]
+    started = time.perf_counter()
+    proc = subprocess.run(command, cwd=tree, env={**os.environ, **env, "PYTHONPATH": str(tree)},
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        sys.exit(f"bench_triage: triage in {tree} failed:\n{proc.stderr}")
+    import json
+
+    import re
+
+    runs = re.search(r"(\d+) target runs in", proc.stderr)  # loom-fuzz since issue 27 counts them
+    return {"seconds": seconds, "report": json.loads((out / "report.json").read_text()),
+            "runs": int(runs.group(1)) if runs else None}
+
+
+def compare_cli(work: Path, fake: str, args) -> None:
+    """Processes and wall time per input, buckets and bugs, for this tree (and --baseline)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT))
+    from tests.triage_inputs import make_corpus  # the tests' corpus maker: known bugs per input
+
+    grammar = default_grammar()
+    quick = args.quick
+    sets = []
+    stand_in = work / "cli-stand-in"
+    make_corpus(stand_in, seed=11, crashing=250 if quick else 500, clean=50 if quick else 100)
+    sets.append(("stand-in", stand_in, "fake", ["--pass-args=--plant=assert,segv,fatal --loom-lower-for-to-graph"],
+                 3))
+    heap = work / "cli-heap"
+    make_corpus(heap, seed=27, crashing=150 if quick else 300, clean=0, plants=("assert", "heap"))
+    sets.append(("heap double", heap, "fake", ["--pass-args=--plant=assert,heap --loom-lower-for-to-graph"], 2))
+    from harness.core.grammar import load_profile
+    from harness.core.render import render as render_tree
+
+    wide = load_profile("wide")
+    upstream = work / "cli-mlir-opt"
+    upstream.mkdir()
+    for k, tree in enumerate(random_trees(wide, 2027, 100 if quick else 200)):
+        (upstream / f"finding-{k}.mlir").write_text(render_tree(tree, wide, "oracle"))
+    sets.append(("mlir-opt-22", upstream, "mlir",
+                 ["--target", "mlir-opt", "--profile", "wide", "--pipeline", "builtin.module(canonicalize,cse,sccp)"],
+                 None))
+    mlir = shutil.which("mlir-opt-22") or "/usr/lib/llvm-22/bin/mlir-opt"
+    trees = [("after", ROOT)] + ([("before", Path(args.baseline).resolve())] if args.baseline else [])
+    rows = []
+    for name, inputs, kind, target_args, real_bugs in sets:
+        for label, tree in trees:
+            wrapper, count = counting_wrapper(work, f"{name.replace(' ', '-')}-{label}",
+                                              fake if kind == "fake" else mlir)
+            env = {"MLIR_OPT": str(wrapper)} if kind == "mlir" else {}
+            extra = ["--loom-opt", str(wrapper)] if kind == "fake" else []
+            result = triage_cli(tree, work / f"out-{name.replace(' ', '-')}-{label}", inputs,
+                                [*extra, *target_args], env, args.jobs)
+            processes = len(count.read_text().splitlines()) if count.exists() else 0
+            report = result["report"]
+            members = report["totals"]["members"]
+            buckets = len(report["buckets"])
+            bugs = sum(1 for b in report["buckets"] if b.get("duplicate_of") is None)
+            runs = result["runs"] if result["runs"] is not None else processes  # before: one run, one process
+            rows.append([name, label, members, round(runs / members, 2), processes, round(processes / members, 2),
+                         round(1000 * result["seconds"] / members, 1), buckets, bugs,
+                         round(bugs / real_bugs, 2) if real_bugs else "-"])
+    print(f"loomfuzz triage as a user runs it (--jobs {args.jobs}; target processes counted by a wrapper):")
+    print(table(rows, ["findings", "code", "inputs", "runs/input", "processes", "processes/input", "ms/input (wall)",
+                       "buckets", "bugs", "bugs reported/real bug"]))
+    print("(bugs: entries of the report, a bucket with its duplicates folded under it; before issue 27 "
+          "every bucket was one)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@
   runs a custom mutator (``-mutate_depth=5``: a corpus input mutated, then the
   output mutated again, five times), the case between the two.
 
+The programs' mean size (derivation-tree nodes, encoded bytes, characters) is printed with
+the rates: a grammar change that slows them usually makes programs bigger.
+
 Goals: whole-process generation >= 10,000 programs/s; mutation >= 20,000/s on
 corpus inputs.  The cold and chained rates are shown next to the same goal.  Wall-clock
 rates on a shared machine vary with its load; CPU time is printed beside them.
@@ -37,6 +40,7 @@ from harness.core.codec import encode, max_input_length, nonempty  # noqa: E402
 from harness.core.grammar import load_profile  # noqa: E402
 from harness.core.mutate import Mutator  # noqa: E402
 from harness.core.render import renderer  # noqa: E402
+from harness.core.tree import size  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
 
 GENERATE_GOAL = 10_000
@@ -125,7 +129,9 @@ def main() -> int:
          chained_rate, MUTATE_GOAL),
     ]
     width = max(len(r[0]) for r in rows)
-    print(f"wide profile (Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.1f})")
+    print(f"wide profile (Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.1f}); programs "
+          f"of {sum(map(size, trees)) / len(trees):.0f} nodes, {sum(map(len, corpus)) / len(corpus):.0f} "
+          f"bytes, {sum(len(render(t)) for t in trees) / len(trees):,.0f} characters on average")
     print(f"{'measure':<{width}} {'/s wall':>10} {'/s CPU':>10} {'goal':>9}  verdict")
     met = True
     for label, (wall, cpu), goal in rows:

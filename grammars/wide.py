@@ -13,12 +13,21 @@ The conventions C1-C23 are lifted where the preconditions allow:
   P17, P18);
 * region bodies are built from statements, not picked from a list:
   ``arith.constant`` (i32, and index 0-3 for P19), ``addi``, ``subi``,
-  ``muli``, ``andi``, ``ori``, ``xori``, ``llvm.freeze``, ``memref.load`` /
-  ``memref.store`` on a memory operand at an index constant of the region
-  (P19), calls to ``@helper_double`` / ``@extern_scale`` (P20, rare), nested
-  ``scf.if %c -> (i32)`` with both branches and ``scf.for`` with
-  ``iter_args`` over bounds defined in the region (P22), blocks nested up to
-  depth 3.
+  ``muli``, ``andi``, ``ori``, ``xori``, ``maxsi``/``minsi``/``maxui``/
+  ``minui``, ``llvm.freeze``, ``memref.load`` / ``memref.store`` on a memory
+  operand at an index constant of the region (P19), also as store-then-load
+  of the same or another index, calls to ``@helper_double`` /
+  ``@extern_scale`` (P20, rare), nested ``scf.if %c -> (i32)`` with both
+  branches and ``scf.for`` with ``iter_args`` over bounds defined in the
+  region (P22), blocks nested up to depth 4;
+* issue 23's vocabulary, each construct defined for every input by a guard in
+  the same statement (docs/explanation/defined-results.md): ``divsi``,
+  ``divui``, ``remsi``, ``remui``, ``ceildivsi``, ``floordivsi`` with guarded
+  divisors, ``shli``/``shrsi``/``shrui`` by masked amounts, ``cmpi`` (all ten
+  predicates; the i1 is a ``%c`` predicate, P23) feeding ``scf.if`` and
+  ``arith.select``, ``addi``/``subi``/``muli`` with overflow flags on
+  operands that cannot overflow, and ``scf.for`` loops from 0 or 1 to
+  ``index_cast`` of a masked i32 (0-7 trips) carrying one or two values.
 
 Operands are values defined earlier in scope, of the right type, by
 construction: the core's binder (``harness.core.scope``).  Block arguments,
@@ -29,17 +38,19 @@ type an operand needs is always in scope (the compiler checks it): a body
 without an ``i32`` operand starts with an ``i32`` constant, memory operations
 and loops bring the index constants they read, and statements that need an
 ``i1`` or a memref exist only in the bodies of regions that have one (the
-statement families below, one per (``%flag`` operand?, ``%mem`` operand?)).
+statement families below, one per (``%flag`` operand?, ``%mem`` operand?)); a
+``cmpi`` turns the rest of its statement list into the family with an i1.
 
 Value names are prefix + number in emission order (``%v`` i32 results,
 ``%x`` index constants, ``%s`` positive index constants usable as a step,
+``%n`` data-driven loop bounds (their own type: never a memory index),
 ``%a``/``%c``/``%m`` block arguments, ``%i`` induction variables, ``%k``
 loop-carried values), numbered per region (``local``: every region starts
 again at ``%a0``, as the spec's bodies all use ``%a``; MLIR lets sibling
 regions reuse names, and P24 asks uniqueness only of results and graph
-names).  The predicate block arguments are ``%c0``, ``%c1``, ...: P23's
-``%c``.  Thread and region numbering is as in the default profile (counters
-``T`` and ``R``; one ``R`` per region).
+names).  The predicate block arguments and ``cmpi`` results are ``%c0``,
+``%c1``, ...: P23's ``%c``.  Thread and region numbering is as in the default
+profile (counters ``T`` and ``R``; one ``R`` per region).
 """
 
 from __future__ import annotations
@@ -53,13 +64,13 @@ from grammars.program_shape import mlir, opts
 START = "<start>"
 CONTRACT = "P1-P24"
 PROFILE = "wide"
-#: Deep enough for 8 threads x 6 sites and three levels of blocks; statement lists
+#: Deep enough for 8 threads x 6 sites and four levels of blocks; statement lists
 #: stop early only when they would pass it.
 MAX_DEPTH = 60
 
 MAX_THREADS = 8
 MAX_SITES = 6
-MAX_DEPTH_OF_BLOCKS = 3
+MAX_DEPTH_OF_BLOCKS = 4
 #: How many ranks an operand choice has (0 = the most recent value of its type).
 RANKS = {"i32": 6, "i1": 2, "memref": 2, "index": 4, "step": 3}
 
@@ -198,15 +209,174 @@ GRAMMAR["<seed>"] = [(f"      $0 = arith.constant {v} : i32\n", opts(define="%v:
                      for v in _I32_LITERALS[:4]]
 
 # --------------------------------------------------------------- statements
+#
+# Every statement's result is defined for every input, by construction inside the
+# statement itself (docs/explanation/defined-results.md says why, construct by
+# construct): a guarded operation and its guard are one alternative, the guarded
+# operand read by name ($k), never by a free rank.  A statement is written as its
+# lines; ``$k`` numbers its new values in order (its ``define`` list), ``<i32>`` is a
+# free operand (a value defined before the statement).
+
+_I32 = "%v:i32"
+
+
+def _lines(*lines: str) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _guarded(guard: list[str], op: str, operands: str) -> tuple[str, list[str]]:
+    """The guard's lines, then ``$n = arith.op OPERANDS : i32`` (n = the guard's count),
+    OPERANDS naming the guard's values; and the statement's defines (all i32)."""
+    n = len(guard)
+    return _lines(*guard, f"${n} = arith.{op} {operands} : i32"), [_I32] * (n + 1)
+
+
+#: Divisors that are >= 1 (so neither 0 nor -1): safe for every division and remainder.
+_POSITIVE = {
+    "and7|1": ["$0 = arith.constant 7 : i32", "$1 = arith.andi <i32>, $0 : i32",
+               "$2 = arith.constant 1 : i32", "$3 = arith.ori $1, $2 : i32"],
+    "andmax|1": ["$0 = arith.constant 2147483647 : i32", "$1 = arith.andi <i32>, $0 : i32",
+                 "$2 = arith.constant 1 : i32", "$3 = arith.ori $1, $2 : i32"],
+    "maxsi1": ["$0 = arith.constant 1 : i32", "$1 = arith.maxsi <i32>, $0 : i32"],
+    **{f"={k}": [f"$0 = arith.constant {k} : i32"] for k in ("1", "2", "3", "7", "2147483647")},
+}
+#: Divisors that are not 0 but may be negative (or huge unsigned): unsigned operations only.
+_NONZERO = {
+    "or1": ["$0 = arith.constant 1 : i32", "$1 = arith.ori <i32>, $0 : i32"],
+    "ormin": ["$0 = arith.constant -2147483648 : i32", "$1 = arith.ori <i32>, $0 : i32"],
+    "maxui1": ["$0 = arith.constant 1 : i32", "$1 = arith.maxui <i32>, $0 : i32"],
+    "=-1": ["$0 = arith.constant -1 : i32"],
+}
+#: Signed division by any non-zero divisor, the dividend kept from INT_MIN: x | 1 is odd
+#: and x & INT_MAX is not negative (so never INT_MIN / -1), the divisor y | 1 is odd.
+_SIGNED_PAIRS = {
+    "odd/odd": (["$0 = arith.constant 1 : i32", "$1 = arith.ori <i32>, $0 : i32",
+                 "$2 = arith.ori <i32>, $0 : i32"], "$1, $2"),
+    "nonneg/odd": (["$0 = arith.constant 2147483647 : i32", "$1 = arith.andi <i32>, $0 : i32",
+                    "$2 = arith.constant 1 : i32", "$3 = arith.ori <i32>, $2 : i32"], "$1, $3"),
+}
+SIGNED_DIVISIONS = ("divsi", "remsi", "ceildivsi", "floordivsi")
+UNSIGNED_DIVISIONS = ("divui", "remui")
+SHIFTS = ("shli", "shrsi", "shrui")
+MIN_MAX = ("maxsi", "minsi", "maxui", "minui")
+PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _weighted(entries: list[tuple[str, list[str], float, str]]) -> list:
+    """Alternatives from (text, defines, weight, label), the weights made probabilities."""
+    total = sum(w for _, _, w, _ in entries)
+    return [(text, opts(prob=w / total, label=label, define=defines)) for text, defines, w, label in entries]
+
+
+#: ceildivsi and floordivsi half as often: loom rejects them (no canonical actors), so a fifth
+#: of the divisions rather than a third keeps most wide programs publishable by loom-opt.
+_DIVISION_WEIGHTS = {"divsi": 1.0, "remsi": 1.0, "ceildivsi": 0.5, "floordivsi": 0.5, "divui": 1.0, "remui": 1.0}
+
+
+def _divisions() -> list:
+    entries = []
+    for op, op_weight in _DIVISION_WEIGHTS.items():
+        signed = op in SIGNED_DIVISIONS
+        for name, guard in _POSITIVE.items():
+            weight = op_weight * (0.3 / 5 if name.startswith("=") else 0.7 / 3)
+            entries.append((*_guarded(guard, op, f"<i32>, ${len(guard) - 1}"), weight, f"{op}|{name}"))
+        extra = _SIGNED_PAIRS if signed else {n: (g, f"<i32>, ${len(g) - 1}") for n, g in _NONZERO.items()}
+        for name, (guard, operands) in extra.items():
+            entries.append((*_guarded(guard, op, operands), op_weight / len(extra), f"{op}|{name}"))
+    return _weighted(entries)
+
+
+def _shifts() -> list:
+    entries = []
+    for op in SHIFTS:
+        for mask, weight in (("31", 0.75), ("7", 0.1)):
+            guard = [f"$0 = arith.constant {mask} : i32", "$1 = arith.andi <i32>, $0 : i32"]
+            entries.append((*_guarded(guard, op, "<i32>, $1"), weight, f"{op}|and{mask}"))
+        for amount in ("0", "1", "31"):
+            entries.append((*_guarded([f"$0 = arith.constant {amount} : i32"], op, "<i32>, $0"), 0.05,
+                            f"{op}|={amount}"))
+    return _weighted(entries)
+
+
+def _flagged() -> list:
+    """addi/subi/muli with overflow flags, where the operands cannot overflow."""
+    entries = []
+    for op, masks, flags in (("addi", ("255", "32767", "1073741823"), "<flags-any>"),
+                             ("muli", ("255", "32767"), "<flags-any>"),
+                             ("subi", ("255", "32767", "1073741823"), "<flags-nsw>")):
+        for mask in masks:  # both operands in [0, mask]: the sum, product or difference fits
+            guard = [f"$0 = arith.constant {mask} : i32", "$1 = arith.andi <i32>, $0 : i32",
+                     "$2 = arith.andi <i32>, $0 : i32"]
+            entries.append((*_guarded(guard, op, "$1, $2" + flags), 1.0 / len(masks), f"{op}|mask{mask}"))
+    # a - b with a >= 256 (bit 8 set, so also >= INT_MIN + 256) and 0 <= b <= 255
+    guard = ["$0 = arith.constant 256 : i32", "$1 = arith.ori <i32>, $0 : i32",
+             "$2 = arith.constant 255 : i32", "$3 = arith.andi <i32>, $2 : i32"]
+    entries.append((*_guarded(guard, "subi", "$1, $3<flags-any>"), 0.7, "subi|ordered"))
+    # hi - lo with hi = maxui(x, y) and lo = minui(z, hi) <= hi (unsigned)
+    guard = ["$0 = arith.maxui <i32>, <i32> : i32", "$1 = arith.minui <i32>, $0 : i32"]
+    entries.append((*_guarded(guard, "subi", "$0, $1<flags-nuw>"), 0.3, "subi|minmax"))
+    return _weighted(entries)
+
+
+GRAMMAR["<division>"] = _divisions()
+GRAMMAR["<shift>"] = _shifts()
+GRAMMAR["<flagged>"] = _flagged()
+# the flags are nonterminals of their own so that a rendering for MLIR 15 and 16 (which do not
+# parse overflow<...>) can leave them out, always safe since a flag only adds an assumption
+GRAMMAR["<flags-any>"] = [(mlir(f" overflow<{f}>"), opts(label=f)) for f in ("nsw", "nuw", "nsw, nuw")]
+GRAMMAR["<flags-nsw>"] = [mlir(" overflow<nsw>")]
+GRAMMAR["<flags-nuw>"] = [mlir(" overflow<nuw>")]
+# a predicate: an i1 named %c (P23: the only i1 values are the predicates %flag and %c)
+GRAMMAR["<compare>"] = [(f"$0 = arith.cmpi {p}, <i32>, <i32> : i32\n", opts(define="%c:i1", label=p))
+                        for p in PREDICATES]
+# a memref store, then a load of the same or of another index (of the same or the other memref)
+GRAMMAR["<store-load>"] = [
+    (_lines(f"$0 = arith.constant {i} : index", "memref.store <i32>, <memref>[$0] : " + mlir("memref<4xi32>"),
+            *([f"$1 = memref.load <memref>[$0] : " + mlir("memref<4xi32>")] if i == j else
+              [f"$1 = arith.constant {j} : index", "$2 = memref.load <memref>[$1] : " + mlir("memref<4xi32>")])),
+     opts(prob=(0.5 / 4 if i == j else 0.5 / 12), label=f"{i}->{j}",
+          define=["%x:index", _I32] if i == j else ["%x:index", "%x:index", _I32]))
+    for i in range(4) for j in range(4)
+]
+#: Trip counts of the data-driven loops: bound = index_cast(x & mask), from `lower` by `step`.
+_LOOP_MASKS = {"7": 0.6, "3": 0.25, "1": 0.15}
+_LOOP_STEPS = {("0", "1"): 0.7, ("1", "1"): 0.1, ("0", "2"): 0.1, ("1", "2"): 0.1}
+# The head of a data-driven loop: its bounds, defined last in the order the loop reads them
+# at rank 0 (<loop-lower> the index, <loop-bound> the bound, <loop-step> the step).
+GRAMMAR["<loop-head>"] = [
+    (_lines(f"$0 = arith.constant {mask} : i32", "$1 = arith.andi <i32>, $0 : i32",
+            "$2 = arith.index_cast $1 : i32 to index", f"$3 = arith.constant {lower} : index",
+            f"$4 = arith.constant {step} : index"),
+     opts(prob=mw * sw, label=f"&{mask} {lower}:{step}",
+          define=[_I32, _I32, "%n:bound", "%x:index", "%s:step"]))
+    for (mask, mw), ((lower, step), sw) in product(_LOOP_MASKS.items(), _LOOP_STEPS.items())
+]
+GRAMMAR["<loop-lower>"] = [("$^0", opts(use="index"))]
+GRAMMAR["<loop-bound>"] = [("$^0", opts(use="bound"))]
+GRAMMAR["<loop-step>"] = [("$^0", opts(use="step"))]
+_LOOP_HEADER = "scf.for $%d = <loop-lower> to <loop-bound> step <loop-step> iter_args("
+
+
+def _data_loops(block: str, block2: str) -> list:
+    """scf.for over [lower, index_cast(x & mask)) by step, carrying one or two i32."""
+    return [
+        ("<loop-head>$0 = " + _LOOP_HEADER % 1 + "$2 = <i32>) -> (i32) {\n" + block + "}\n",
+         opts(prob=0.7, label="x1", define=_I32, bind=["%i:iv", "%k:i32"])),
+        ("<loop-head>$0, $1 = " + _LOOP_HEADER % 2 + "$3 = <i32>, $4 = <i32>) -> (i32, i32) {\n" + block2 + "}\n",
+         opts(prob=0.3, label="x2", define=[_I32, _I32], bind=["%i:iv", "%k:i32", "%k:i32"])),
+    ]
 
 
 def _statements(family: str, depth: int) -> dict[str, list]:
     """Statement lists of one family (c: an i1 is in scope; m: a memref is) at block depth."""
     ops, stmt, block = f"<ops-{family}-{depth}>", f"<stmt-{family}-{depth}>", f"<block-{family}-{depth + 1}>"
-    rules: dict[str, list] = {
-        # zero or more statements, about two on average
-        ops: [("", opts(prob=0.3, label="end")), (stmt + ops, opts(prob=0.7, label="more"))],
-    }
+    block2 = f"<block2-{family}-{depth + 1}>"
+    more = [("", opts(prob=0.3, label="end")), (stmt + ops, opts(prob=0.7, label="more"))]
+    if "c" not in family:  # a comparison: the rest of the list may branch and select on it
+        with_c = "c" if family == "base" else "c" + family
+        more = [("", opts(prob=0.3, label="end")), (stmt + ops, opts(prob=0.64, label="more")),
+                (f"<compare><ops-{with_c}-{depth}>", opts(prob=0.06, label="compare"))]
+    rules: dict[str, list] = {ops: more}  # zero or more statements, about two on average
     choices: list = []
 
     def add(text: str, weight: float, label: str, **options) -> None:
@@ -214,30 +384,43 @@ def _statements(family: str, depth: int) -> dict[str, list]:
 
     add("<i32-const>", 8, "const")
     for op in _BINARY:
-        add(f"$0 = arith.{op} <i32>, <i32> : i32\n", 5, op, define="%v:i32")
-    add("$0 = llvm.freeze <i32> : i32\n", 1, "freeze", define="%v:i32")
-    add("$0 = func.call @helper_double(<i32>) : (i32) -> i32\n", 0.1, "func.call", define="%v:i32")
-    add("$0 = llvm.call @extern_scale(<i32>) : (i32) -> i32\n", 0.1, "llvm.call", define="%v:i32")
+        add(f"$0 = arith.{op} <i32>, <i32> : i32\n", 4, op, define=_I32)
+    for op in MIN_MAX:
+        add(f"$0 = arith.{op} <i32>, <i32> : i32\n", 1.5, op, define=_I32)
+    add("<division>", 7, "division")
+    add("<shift>", 5, "shift")
+    add("<flagged>", 5, "overflow flags")
+    add("$0 = llvm.freeze <i32> : i32\n", 1, "freeze", define=_I32)
+    add("$0 = func.call @helper_double(<i32>) : (i32) -> i32\n", 0.1, "func.call", define=_I32)
+    add("$0 = llvm.call @extern_scale(<i32>) : (i32) -> i32\n", 0.1, "llvm.call", define=_I32)
+    if "c" in family:
+        add("<compare>", 3, "cmpi")
+        add("$0 = arith.select <i1>, <i32>, <i32> : i32\n", 4, "select", define=_I32)
     if "m" in family:
         add("<index-const>" + "<store>", 5, "store")
         add("<index-const>" + "<load>", 5, "load")
+        add("<store-load>", 4, "store-load")
     if depth < MAX_DEPTH_OF_BLOCKS:
         if "c" in family:
-            add(f"$0 = scf.if <i1> -> (i32) {{\n{block}}} else {{\n{block}}}\n", 4, "scf.if", define="%v:i32")
-        add(f"<index-const><step-const><for-{family}-{depth}>", 4, "scf.for")
+            add(f"$0 = scf.if <i1> -> (i32) {{\n{block}}} else {{\n{block}}}\n", 4, "scf.if", define=_I32)
+        add(f"<index-const><step-const><for-{family}-{depth}>", 3, "scf.for")
+        add(f"<data-for-{family}-{depth}>", 3, "data scf.for")
         rules[f"<for-{family}-{depth}>"] = [
             ("$0 = scf.for $1 = <index> to <index> step <step> iter_args($2 = <i32>) -> (i32) {\n"
-             + block + "}\n", opts(define="%v:i32", bind=["%i:iv", "%k:i32"]))
+             + block + "}\n", opts(define=_I32, bind=["%i:iv", "%k:i32"]))
         ]
+        rules[f"<data-for-{family}-{depth}>"] = _data_loops(block, block2)
         rules[block] = [(f"<ops-{family}-{depth + 1}><block-yield>", opts(scope=True, indent=2))]
+        rules[block2] = [(f"<ops-{family}-{depth + 1}><block-yield-2>", opts(scope=True, indent=2))]
     total = sum(o["prob"] for _, o in choices)
     rules[stmt] = [(text, {**o, "prob": o["prob"] / total}) for text, o in choices]
     return rules
 
 
 GRAMMAR["<block-yield>"] = ["scf.yield <i32> : i32\n"]
+GRAMMAR["<block-yield-2>"] = ["scf.yield <i32>, <i32> : i32, i32\n"]
 GRAMMAR["<store>"] = ["memref.store <i32>, <memref>[<index>] : " + mlir("memref<4xi32>\n")]
-GRAMMAR["<load>"] = [("$0 = memref.load <memref>[<index>] : " + mlir("memref<4xi32>\n"), opts(define="%v:i32"))]
+GRAMMAR["<load>"] = [("$0 = memref.load <memref>[<index>] : " + mlir("memref<4xi32>\n"), opts(define=_I32))]
 for _f in _FAMILIES:
     for _depth in range(1, MAX_DEPTH_OF_BLOCKS + 1):
         GRAMMAR.update(_statements(_f, _depth))

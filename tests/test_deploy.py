@@ -1,7 +1,10 @@
-"""deploy/: the Kubernetes Indexed Job and the Slurm job array render, for every
+"""deploy/: the Kubernetes Indexed Jobs and the Slurm job arrays render, for every
 index, to a loomfuzz command line that loomfuzz's own parser takes and whose
 shard is that index (no cluster runs here: the index environment is set the
-way each engine sets it, and the sbatch script is run by bash itself)."""
+way each engine sets it, and the scripts are run by bash itself; a real Slurm
+cluster runs them in tests/test_slurm.py, no real Kubernetes cluster runs in
+the tests), and every manifest is valid against the Kubernetes schema of
+KUBERNETES_VERSION (kubernetes-validate, offline, strict: unknown fields fail)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -21,6 +25,8 @@ from harness.fuzzing.sweep import Shard, parse_shard
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
+KUBERNETES_VERSION = "1.33"
+MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
 
 
 def _parse(argv: list[str]):
@@ -97,3 +103,66 @@ def test_readme_gnu_parallel_line_runs_every_shard():
         args = _check(rendered, {}, int(value), shards)
         folders.add(args.artifacts)
     assert len(folders) == shards
+
+
+def _stub_loomfuzz(tmp_path: Path) -> Path:
+    """A loomfuzz on PATH that records its argv (and exits 0)."""
+    stub = tmp_path / "bin" / "loomfuzz"
+    stub.parent.mkdir(exist_ok=True)
+    stub.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                    "open(os.environ['ARGV_OUT'], 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    stub.chmod(0o755)
+    return stub
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: p.name)
+def test_kubernetes_manifests_are_valid_for_a_named_version(manifest):
+    documents = list(yaml.safe_load_all(manifest.read_text()))
+    assert documents
+    for document in documents:
+        assert kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True) == KUBERNETES_VERSION
+    # the validator does reject what Kubernetes would: a misspelt field, a wrong type
+    broken = json.loads(json.dumps(documents[0]))
+    broken["spec"]["completionz"] = broken["spec"].pop("completions")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+    broken = json.loads(json.dumps(documents[0]))
+    broken["spec"]["parallelism"] = "eight"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+
+
+def _campaign_argv(tmp_path: Path, command: list[str], env: dict[str, str]) -> list[str]:
+    out = tmp_path / "argv.jsonl"
+    out.unlink(missing_ok=True)
+    stub = _stub_loomfuzz(tmp_path)
+    proc = subprocess.run(command, env={"PATH": f"{stub.parent}:{os.environ['PATH']}", "ARGV_OUT": str(out),
+                                        **env}, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = out.read_text().splitlines()  # the stub exits 0: the time is up after one round
+    return json.loads(line)
+
+
+def test_campaign_workers_share_one_corpus_with_their_own_seed_and_folder(tmp_path):
+    (job,) = list(yaml.safe_load_all((DEPLOY / "kubernetes" / "campaign-job.yaml").read_text()))
+    assert job["spec"]["completionMode"] == "Indexed"
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    script = container["command"][1]
+    assert script == "/opt/loom-fuzz/deploy/slurm/campaign.sbatch"  # deploy/ inside the image
+    env = {e["name"]: e["value"] for e in container["env"]}
+    renderings = []
+    for index in range(job["spec"]["completions"]):  # Kubernetes: the pod's index
+        command = ["bash", str(DEPLOY / "slurm" / "campaign.sbatch"), *container["args"]]
+        renderings.append(_campaign_argv(tmp_path, command, {**env, "JOB_COMPLETION_INDEX": str(index)}))
+    sbatch = (DEPLOY / "slurm" / "campaign.sbatch").read_text()
+    low, high = map(int, re.search(r"^#SBATCH --array=(\d+)-(\d+)$", sbatch, re.M).groups())
+    for index in range(low, high + 1):  # Slurm: the array task's id
+        command = ["bash", str(DEPLOY / "slurm" / "campaign.sbatch"), "--loom-opt", "/opt/loom/bin/loom-raise-opt"]
+        renderings.append(_campaign_argv(tmp_path, command, {"SLURM_ARRAY_TASK_ID": str(index)}))
+    for argv in renderings:
+        args = _parse(argv)
+        assert args.command == "fuzz" and args.loom_opt == "/opt/loom/bin/loom-raise-opt"
+        assert str(args.corpus) == "campaign/corpus" and args.time >= 3599
+    for engine in (renderings[:8], renderings[8:]):
+        assert [str(_parse(a).artifacts) for a in engine] == [f"campaign/shard-{k}/run-0" for k in range(8)]
+        assert len({_parse(a).seed for a in engine}) == 8

@@ -106,7 +106,7 @@ class Reach:
 
 _REGION = re.compile(r'^( *)(?:%\w+(?::2)? = )?"loom\.spatial_region"\(([^)]*)\) <\{operandSegmentSizes = '
                      r"array<i32: (\d+), 0, (\d+), 0>, resultSegmentSizes = array<i32: (\d+), 0>\}>")
-_OP = re.compile(r"^\s*(?:%\w+ = )?([a-z_]+\.[a-z_.]+)")
+_OP = re.compile(r"^\s*(?:%\w+(?:, %\w+)* = )?([a-z_]+\.[a-z_.]+)")
 
 
 def scan(text: str, reach: Reach) -> None:
@@ -190,11 +190,15 @@ def test_the_profile_is_wide(texts):
     assert set(reach.segments) == {(v, m) for v in range(4) for m in range(3) if v + m}
     kinds = {"arith.constant : i32", "arith.constant : index", "arith.addi", "arith.subi", "arith.muli",
              "arith.andi", "arith.ori", "arith.xori", "llvm.freeze", "memref.load", "memref.store",
-             "func.call", "llvm.call", "scf.if", "scf.for", "scf.yield"}
+             "func.call", "llvm.call", "scf.if", "scf.for", "scf.yield",
+             # issue 23 (their reach in detail: tests/test_wide_vocabulary.py)
+             "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi",
+             "arith.shli", "arith.shrsi", "arith.shrui", "arith.cmpi", "arith.select", "arith.maxsi",
+             "arith.minsi", "arith.maxui", "arith.minui", "arith.index_cast"}
     assert set(reach.operations) == kinds
-    # nested scf.if / scf.for whose blocks are at depth 2 and at depth 3 (never deeper)
-    assert {key for key in reach.nested} == {(op, depth) for op in ("scf.if", "scf.for") for depth in (2, 3)}
-    assert set(reach.deepest) == {1, 2, 3}
+    # nested scf.if / scf.for whose blocks are at depths 2, 3 and 4 (never deeper)
+    assert {key for key in reach.nested} == {(op, depth) for op in ("scf.if", "scf.for") for depth in (2, 3, 4)}
+    assert set(reach.deepest) == {1, 2, 3, 4}
     assert len(reach.bodies) > 100 * 6
 
 

@@ -5,7 +5,10 @@ The model of tests/fixtures/fake_loom_opt.c (its header): sites are visited
 in text order and the first that triggers something decides the run; a call
 region is a clean rejection; assert = freeze in scf.for; segv = memory in
 scf.if; fatal = loop in scf.if; flaky = unwrapped branch in a thread with the
-%icall (on about half of the runs; when it does not fire, the scan goes on).
+%icall (on about half of the runs; when it does not fire, the scan goes on);
+heap = memory in scf.for (one of three crashes at random); similar = freeze in
+scf.if; bare-loop = unwrapped loop; bare-branch = branch in scf.if (both a bare
+SIGSEGV).  The last four are planted only when named.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ MINIMAL = {
     "segv": Program((Thread(False, (make_site(Nesting.IF, Body.MEMORY),)),)),
     "fatal": Program((Thread(False, (make_site(Nesting.IF, Body.LOOP),)),)),
     "flaky": Program((Thread(True, (make_site(Nesting.NONE, Body.BRANCH),)),)),
+    "heap": Program((Thread(False, (make_site(Nesting.FOR, Body.MEMORY),)),)),
+    "similar": Program((Thread(False, (make_site(Nesting.IF, Body.FREEZE),)),)),
+    "bare-loop": Program((Thread(False, (make_site(Nesting.NONE, Body.LOOP),)),)),
+    "bare-branch": Program((Thread(False, (make_site(Nesting.IF, Body.BRANCH),)),)),
 }
 
 
@@ -44,6 +51,14 @@ def site_bug(thread: Thread, site) -> str | None:
         return "fatal"
     if site.body == Body.BRANCH and site.nesting == Nesting.NONE and thread.icall:
         return "flaky"
+    if site.body == Body.MEMORY and site.nesting == Nesting.FOR:
+        return "heap"
+    if site.body == Body.FREEZE and site.nesting == Nesting.IF:
+        return "similar"
+    if site.body == Body.LOOP and site.nesting == Nesting.NONE:
+        return "bare-loop"
+    if site.body == Body.BRANCH and site.nesting == Nesting.IF:
+        return "bare-branch"
     return None
 
 

@@ -41,6 +41,9 @@ _BINARY_ARITH = {
     "ceildivui", "floordivsi",
 }  # fmt: skip
 _CAST_ARITH = {"index_cast", "index_castui", "extsi", "extui", "trunci", "bitcast"}
+# arith ops that may carry integer overflow flags: `arith.addi %a, %b overflow<nsw, nuw> : i32`
+_OVERFLOW_FLAGGED = {"addi", "subi", "muli", "shli"}
+_OVERFLOW_FLAGS = re.compile(r"overflow\s*<\s*(?:nsw|nuw)\s*(?:,\s*(?:nsw|nuw)\s*)?>")
 ARITH_OPS = _BINARY_ARITH | _CAST_ARITH | {"constant", "cmpi", "select"}
 
 
@@ -151,6 +154,9 @@ class RegionOpChecker(CheckerState):
                     if i:
                         c.expect(",")
                     operands.append(c.need(SSA_RE, "an SSA operand"))
+            if kind in _OVERFLOW_FLAGGED and c.match(_OVERFLOW_FLAGS) is None and c.lit("overflow"):
+                raise ParseFailure(c.col(), "overflow flags are `overflow<nsw>`, `overflow<nuw>` or "
+                                            "`overflow<nsw, nuw>`")
             c.expect(":")
             op_ty = c.need(TYPE_RE, "a type")
             res_ty = op_ty

@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.core.codec import decode
-    from harness.core.render import SPLIT_MARKER, render
+    from harness.core.render import marker_after, render
     from harness.core.tree import describe
 
     grammar = grammar_from_args(args)
@@ -29,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(grammar.renderings)}", file=sys.stderr)
         return 2
     status = 0
-    for index, name in enumerate(args.inputs):
+    previous = None  # the text written for the last input decoded
+    for name in args.inputs:
         try:
             data = Path(name).read_bytes()
         except OSError as error:
@@ -37,10 +38,11 @@ def run(args: argparse.Namespace) -> int:
             status = 1
             continue
         tree = decode(data, grammar)
-        if index:
-            sys.stdout.write(SPLIT_MARKER)
+        if previous is not None:
+            sys.stdout.write(marker_after(previous))
         if args.tree:
-            print(f"{name}: {describe(grammar, tree)}")
+            previous = f"{name}: {describe(grammar, tree)}\n"
         else:
-            sys.stdout.write(f"// {name}: {describe(grammar, tree)}\n" + render(tree, grammar, args.render))
+            previous = f"// {name}: {describe(grammar, tree)}\n" + render(tree, grammar, args.render)
+        sys.stdout.write(previous)
     return status

@@ -116,15 +116,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args, grammar, space, style: str, indices: range) -> int:
     from harness.commands.generate import file_name
-    from harness.core.render import SPLIT_MARKER, renderer
+    from harness.core.render import marker_after, renderer
 
     render = renderer(grammar, style).render
     output = args.output or "-"
     if output == "-":
         out = sys.stdout
         chunk: list[str] = []
-        for n, index in enumerate(indices):
-            chunk.append((SPLIT_MARKER if n else "") + render(space.unrank(index)))
+        previous = None
+        for index in indices:
+            text = render(space.unrank(index))
+            chunk.append(text if previous is None else marker_after(previous) + text)
+            previous = text
             if len(chunk) == 2000:
                 out.write("".join(chunk))
                 chunk.clear()

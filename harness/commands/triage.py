@@ -4,6 +4,8 @@
     loomfuzz triage list [--db PATH]             the buckets in the database
     loomfuzz triage show BUCKET [--db PATH]      one bucket: signature, minimized program, inputs
     loomfuzz triage mark BUCKET STATUS           set a bucket's status (new, known, fixed, regressed)
+    loomfuzz triage mark BUCKET duplicate-of OTHER   fold a bucket under another bucket's bug
+    loomfuzz triage mark BUCKET distinct         undo a merge: the bucket is a bug of its own
     loomfuzz triage report [--db PATH] [--out DIR]   rewrite the reports from the database
 
 ``run`` is implied when the first word is not one of the actions; to triage
@@ -64,7 +66,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also reduce each bucket's minimized text line by line (may leave the shape)")
     triage.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
                         help="minimization budget: candidates tested per bucket (default 400)")
-    triage.add_argument("--no-progress", action="store_true", help="no progress bars")
+    triage.add_argument("--no-progress", action="store_true",
+                        help="no progress (default: a bar on a terminal, else a line every 2 s)")
+    triage.add_argument("--no-batch", action="store_true",
+                        help="one process per run (default: first runs share processes where the target "
+                             "takes --split-input-file)")
 
 
 def _error(message: str) -> int:
@@ -111,9 +117,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
-    except TargetError as error:
-        return _error(str(error))
-    except TargetNotFound as error:
+    except (TargetError, TargetNotFound) as error:
         return _error(str(error))
     config = TriageConfig(
         inputs=inputs,
@@ -126,6 +130,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         max_minimize_evaluations=args.max_candidates,
         progress=not args.no_progress,
         grammar=grammar,
+        batch=not args.no_batch,
         runner=args.runner,
     )
     try:
@@ -144,7 +149,9 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     )
     print(
         f"triage: {s.buckets} bucket(s) ({s.new_buckets} new), {s.flaky} flaky input(s), "
-        f"{s.not_reproducing} input(s) not reproducing"
+        f"{s.not_reproducing} input(s) not reproducing; {s.bugs} bug(s) "
+        f"({s.buckets - s.bugs} bucket(s) folded as duplicates); {s.target_runs} target runs in "
+        f"{s.processes} processes ({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
         + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
         file=sys.stderr,
     )
@@ -191,25 +198,33 @@ def _list(args: argparse.Namespace, words: list[str]) -> int:
         return _error(f"list takes no arguments (got {' '.join(words)!r})")
     with _open(args) as db:
         buckets = db.buckets()
-        rows = []
+        folded: dict[int, list] = {}
         for b in buckets:
+            if b["duplicate_of"] is not None:
+                folded.setdefault(db.primary_of(b["id"]), []).append(b)
+
+        def row(b, label: str) -> list:
             minimized = "-"
             if b["minimized_text"] is not None:
                 minimized = b["minimized_tree"] or f"text, {b['minimized_lines']} lines"
             signature = b["signature"]
             if len(signature) > 100:
                 signature = signature[:97] + "..."
-            rows.append([
-                b["id"], b["status"], b["kind"], b["count"],
-                "always" if b["reproduction"] == "always" else "flaky",
-                minimized, signature,
-            ])
+            return [label, b["status"], b["kind"], b["count"],
+                    "always" if b["reproduction"] == "always" else "flaky", minimized, signature]
+
+        rows = []
+        for b in buckets:
+            if b["duplicate_of"] is None:
+                rows.append(row(b, str(b["id"])))
+                rows.extend(row(d, f"└ {d['id']}") for d in folded.get(b["id"], []))
         if rows:
             print(_table(rows, ["ID", "STATUS", "KIND", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]))
         counts = db.counts()
         print(
-            f"{counts['buckets']} bucket(s); {counts['members']} input program(s), "
-            f"{counts['not_reproducing']} not reproducing; {counts['runs']} triage run(s)"
+            f"{counts['bugs']} bug(s) in {counts['buckets']} bucket(s) (└: a duplicate, folded under its "
+            f"bug); {counts['members']} input program(s), {counts['not_reproducing']} not reproducing; "
+            f"{counts['runs']} triage run(s)"
         )
     return 0
 
@@ -246,6 +261,20 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             for frame in frames[1:]:
                 print(f"              {frame}")
         print(f"members:      {b['count']} ({'always' if b['reproduction'] == 'always' else 'flaky'})")
+        if b["duplicate_of"] is not None:
+            by = "by hand" if b["duplicate_by"] == "user" else "found by triage"
+            print(f"duplicate of: bucket {db.primary_of(b['id'])} ({by}: {b['duplicate_reason']}); "
+                  f"undo with `loomfuzz triage mark {b['id']} distinct`")
+        duplicates = [d["id"] for d in db.buckets() if d["duplicate_of"] is not None
+                      and db.primary_of(d["id"]) == b["id"]]
+        if duplicates:
+            print(f"duplicates:   {', '.join(f'bucket {d}' for d in duplicates)}")
+        if b["verify_counts"]:
+            counts = json.loads(b["verify_counts"])
+            runs = sum(counts.values())
+            print(f"minimized program, {runs} runs:")
+            for key, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+                print(f"  {n:>4} x  {key or 'no finding'}")
         print(f"first seen:   {b['first_seen']} (run {b['first_run']}); last seen {b['last_seen']} (run {b['last_run']})")
         if b["minimized_text"] is not None:
             shape = b["minimized_tree"] or "text, not in the shape"
@@ -277,16 +306,33 @@ def _mark(args: argparse.Namespace, words: list[str]) -> int:
 
     try:
         bucket_id = _bucket_id(words, "mark")
+        other = _bucket_id(words[2:], "duplicate-of") if words[1:2] == ["duplicate-of"] else None
     except ValueError as error:
         return _error(str(error))
-    if len(words) != 2 or words[1] not in STATUSES:
-        return _error(f"mark needs BUCKET STATUS, STATUS one of {', '.join(STATUSES)}")
+    usage = (f"mark needs BUCKET STATUS (one of {', '.join(STATUSES)}), BUCKET distinct "
+             "or BUCKET duplicate-of OTHER")
+    if len(words) == 3 and other is not None:
+        action = "duplicate-of"
+    elif len(words) == 2 and (words[1] in STATUSES or words[1] == "distinct"):
+        action = words[1]
+    else:
+        return _error(usage)
     with _open(args) as db:
         try:
-            db.mark(bucket_id, words[1])
-        except KeyError:
-            return _error(f"{args.db}: no bucket {bucket_id}")
-    print(f"bucket {bucket_id}: {words[1]}")
+            if action == "duplicate-of":
+                db.set_duplicate(bucket_id, other)
+                said = f"a duplicate of bucket {db.primary_of(bucket_id)}"
+            elif action == "distinct":
+                db.set_duplicate(bucket_id, None)
+                said = "a bug of its own (triage will not fold it again)"
+            else:
+                db.mark(bucket_id, action)
+                said = action
+        except KeyError as missing:
+            return _error(f"{args.db}: no bucket {missing.args[0]}")
+        except ValueError as error:
+            return _error(str(error))
+    print(f"bucket {bucket_id}: {said}")
     return 0
 
 

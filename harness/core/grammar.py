@@ -49,6 +49,7 @@ import importlib
 import importlib.util
 import json
 import math
+import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -634,10 +635,22 @@ def load_profile(name: str = DEFAULT_PROFILE) -> CompiledGrammar:
     return _compile_module(importlib.import_module(PROFILES[name]), name)
 
 
-@lru_cache(maxsize=None)
 def load_file(path: str) -> CompiledGrammar:
-    """A grammar file's compiled grammar (cached): Python defining GRAMMAR (and START,
-    RENDERINGS, MAX_DEPTH), or JSON of the grammar dict (or of those keys)."""
+    """A grammar file's compiled grammar: Python defining GRAMMAR (and START,
+    RENDERINGS, MAX_DEPTH), or JSON of the grammar dict (or of those keys).
+
+    Cached per version of the file (its path, modification time and size), so a
+    file edited while the process runs is read again, never served stale."""
+    try:
+        status = os.stat(path)
+        version: tuple[int, int] | None = (status.st_mtime_ns, status.st_size)
+    except OSError:
+        version = None  # load_grammar_file says what is wrong with the path
+    return _load_file_version(str(path), version)
+
+
+@lru_cache(maxsize=64)
+def _load_file_version(path: str, version: tuple[int, int] | None) -> CompiledGrammar:
     grammar, start, renderings, max_depth, text, meta = load_grammar_file(path)
     return compile_grammar(grammar, start, renderings, max_depth=max_depth, source=str(path),
                            source_text=text, meta=meta)

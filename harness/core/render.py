@@ -253,9 +253,15 @@ def render_stream(trees: Iterable[Node], grammar: CompiledGrammar,
     programs to a yielded string."""
     r = renderer(grammar, style)
     trees = iter(trees)
-    first = True
+    previous = None
     for head in trees:  # a batch is rendered as it is drawn: no tree outlives its text
         text = r.render_batch(chain((head,), islice(trees, batch - 1)))
-        yield text if first else SPLIT_MARKER + text
-        first = False
+        yield text if previous is None else marker_after(previous) + text
+        previous = text
+
+
+def marker_after(text: str) -> str:
+    """The ``// -----`` line to write after ``text``: on a line of its own, even
+    when the text does not end in a newline (else it would be glued to its last line)."""
+    return SPLIT_MARKER if not text or text.endswith("\n") else "\n" + SPLIT_MARKER
 

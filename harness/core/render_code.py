@@ -183,7 +183,11 @@ def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterab
         "    for tree in trees:",
         "        CURRENT[0] = tree",
         "        if first: first = False",
-        "        else: ap(separator)",
+        "        else:",  # the separator starts a line even after a text without a final newline
+        "            k = len(OUT) - 1",
+        "            while k >= start and not OUT[k]: k -= 1",
+        "            ap(separator if k < start or OUT[k][-1] == '\\n' else '\\n' + separator)",
+        "        start = len(OUT)",
         *(f"        {line}" for line in one),
         "    text = ''.join(OUT)",
         "    OUT.clear()",

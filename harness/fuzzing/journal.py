@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["FORMAT", "JournalError", "SweepJournal", "fingerprint"]
+__all__ = ["FORMAT", "JournalError", "SweepJournal", "fingerprint", "merge_ranges"]
 
 FORMAT = "loom-fuzz-sweep/1"
 
@@ -47,7 +47,7 @@ def fingerprint(identity: Mapping) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for lo, hi in sorted(ranges):
         if merged and lo <= merged[-1][1]:
@@ -127,7 +127,7 @@ class SweepJournal:
             self.outcomes.update(outcomes)
             self.findings.extend(findings)
             self.batches += 1
-        self.done = _merge(ranges)
+        self.done = merge_ranges(ranges)
 
     @property
     def done_count(self) -> int:
@@ -162,7 +162,7 @@ class SweepJournal:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.done = _merge([*self.done, (lo, hi)])
+        self.done = merge_ranges([*self.done, (lo, hi)])
         self.outcomes.update(outcomes)
         self.findings.extend(findings)
         self.batches += 1

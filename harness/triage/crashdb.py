@@ -6,7 +6,9 @@ triage runs.  Writes happen in short transactions from one thread, so a run
 killed at any moment (SIGKILL included) loses nothing already committed, and
 the next run on the same database skips what is recorded and completes it.
 
-Schema (version 1)::
+Schema (version 3; a database of version 1 or 2 gains the newer columns, NULL,
+in one transaction when it is opened, and its minimized buckets are verified
+again by the next triage run to get their evidence)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)
         application = "loom-fuzz-triage", schema_version = "1", created,
@@ -30,7 +32,9 @@ Schema (version 1)::
             minimized_returncode, minimized_hits, minimized_attempts,
             min_runs, min_evaluations,
             min_seconds, min_steps TEXT (JSON), text_reduced,
-            text_reduced_lines, text_runs, note)
+            text_reduced_lines, text_runs, note, profile, minimized_contract,
+            verify_counts TEXT (JSON), duplicate_of (bucket id),
+            duplicate_reason, duplicate_by)
         status: new (first seen in its first_run) | known (seen again in a
         later run) | fixed (marked by hand) | regressed (a new input reached
         a bucket marked fixed).  count = number of members.
@@ -39,16 +43,23 @@ Schema (version 1)::
         every verification run of the minimized program (minimized_hits of
         minimized_attempts) gave the signature.
         minimized_* is NULL until the bucket has been minimized.
+        verify_counts: {signature run key: runs, "": runs without a finding}
+        over the verification runs of the minimized program (the evidence of
+        harness.triage.dedup).  duplicate_of: the bucket of the same bug this
+        one is folded under (NULL: a bug of its own); duplicate_by: auto
+        (recomputed by every triage run) | user (`triage mark`: kept).
 
     members(id INTEGER PRIMARY KEY, sha256 TEXT UNIQUE, bucket_id
             REFERENCES buckets (NULL: did not reproduce), form, tree, data BLOB,
             text, lines, sites, not_in_shape, reproduction, hits, attempts,
-            outcome, reason, stderr, first_path, run_id, recorded)
+            outcome, reason, stderr, first_path, run_id, recorded, profile,
+            contract, signatures TEXT (JSON))
         sha256 identifies the program: of its canonical rendering when it is
         in the shape (so a fuzz input's bytes and its .mlir sidecar are one
         member), of the text as given otherwise.  form: tree | text.
         reproduction: always | sometimes | never; hits of attempts runs gave
-        the bucket's signature.
+        the bucket's signature; signatures: {run key: runs, "": runs without
+        a finding} over its attempts.
 
     files(path TEXT, sha256 TEXT (of the file's bytes), member_id, run_id,
           PRIMARY KEY (path, sha256))
@@ -82,7 +93,7 @@ __all__ = [
 ]
 
 APPLICATION = "loom-fuzz-triage"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("new", "known", "fixed", "regressed")
 
 _SCHEMA = """
@@ -137,7 +148,11 @@ CREATE TABLE buckets (
     text_runs INTEGER,
     note TEXT,
     profile TEXT,
-    minimized_contract TEXT
+    minimized_contract TEXT,
+    verify_counts TEXT,
+    duplicate_of INTEGER REFERENCES buckets(id),
+    duplicate_reason TEXT,
+    duplicate_by TEXT CHECK (duplicate_by IN ('auto', 'user'))
 );
 CREATE TABLE members (
     id INTEGER PRIMARY KEY,
@@ -160,7 +175,8 @@ CREATE TABLE members (
     run_id INTEGER REFERENCES runs(id),
     recorded TEXT NOT NULL,
     profile TEXT,
-    contract TEXT
+    contract TEXT,
+    signatures TEXT
 );
 CREATE INDEX members_bucket ON members(bucket_id);
 CREATE TABLE files (
@@ -184,6 +200,16 @@ CREATE TABLE sightings (
 #: none, edge: ..., P<n>), and the same for a bucket and its minimized program.
 _ADDED_IN_2 = (("members", "profile"), ("members", "contract"),
                ("buckets", "profile"), ("buckets", "minimized_contract"))
+
+
+#: Columns schema version 3 added (NULL in an older database): how often each signature came
+#: over a member's runs, the same over the runs of a bucket's minimized program (the evidence of
+#: deduplication; NULL: not verified yet, done by the next triage), and whether the bucket is a
+#: duplicate of another (found by triage, or set by the user with `triage mark`).
+_ADDED_IN_3 = (("members", "signatures", "TEXT"), ("buckets", "verify_counts", "TEXT"),
+               ("buckets", "duplicate_of", "INTEGER REFERENCES buckets(id)"),
+               ("buckets", "duplicate_reason", "TEXT"),
+               ("buckets", "duplicate_by", "TEXT CHECK (duplicate_by IN ('auto', 'user'))"))
 
 
 class DatabaseError(Exception):
@@ -236,6 +262,7 @@ class MemberRecord:
     first_path: str
     profile: str | None = None  # the grammar's profile (break:P<n> for --break)
     contract: str | None = None  # harness.contract.contract_of: none | edge: ... | P<n>
+    signatures: str | None = None  # JSON {signature key: runs that gave it, "": runs with no finding}
 
     @property
     def lines(self) -> int:
@@ -327,14 +354,16 @@ class TriageDB:
             raise DatabaseError(
                 f"{self.path}: schema version {version} is newer than this loom-fuzz's ({SCHEMA_VERSION})"
             )
-        if version == 1:  # version 2 added the grammar profile and the contract broken
-            with self.transaction():
-                for table, column in _ADDED_IN_2:
-                    c.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-                c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-            version = SCHEMA_VERSION
-        if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists
+        if version < 1:
             raise DatabaseError(f"{self.path}: schema version {version} is too old")
+        if version < SCHEMA_VERSION:  # one transaction: a killed upgrade leaves the old database
+            with self.transaction():
+                if version == 1:  # version 2 added the grammar profile and the contract broken
+                    for table, column in _ADDED_IN_2:
+                        c.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+                for table, column, declaration in _ADDED_IN_3:  # deduplication
+                    c.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+                c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA synchronous = NORMAL")
 
@@ -507,8 +536,8 @@ class TriageDB:
                 c.execute(
                     "INSERT INTO members (sha256, bucket_id, form, tree, data, text, lines, sites, "
                     "not_in_shape, reproduction, hits, attempts, outcome, reason, stderr, first_path, "
-                    "run_id, recorded, profile, contract) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "run_id, recorded, profile, contract, signatures) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.sha256,
                         bucket_id,
@@ -530,6 +559,7 @@ class TriageDB:
                         stamp,
                         record.profile,
                         record.contract,
+                        record.signatures,
                     ),
                 ).lastrowid
             )
@@ -560,6 +590,66 @@ class TriageDB:
 
     def bucket(self, bucket_id: int) -> sqlite3.Row | None:
         return self.conn.execute("SELECT * FROM buckets WHERE id = ?", (bucket_id,)).fetchone()
+
+    def bucket_by_signature(self, key: str) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM buckets WHERE signature = ?", (key,)).fetchone()
+
+    def unverified(self) -> list[sqlite3.Row]:
+        """Minimized buckets without evidence (minimized by an older loom-fuzz)."""
+        return self.conn.execute(
+            "SELECT * FROM buckets WHERE minimized_text IS NOT NULL AND verify_counts IS NULL ORDER BY id"
+        ).fetchall()
+
+    def save_evidence(self, bucket_id: int, counts: dict[str, int]) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE buckets SET verify_counts = ? WHERE id = ?",
+                      (json.dumps(counts, sort_keys=True), bucket_id))
+
+    def save_duplicates(self, duplicates: dict[int, tuple[int, str]]) -> None:
+        """Set the found duplicates (bucket -> (primary, reason)); every other bucket not set
+        by the user is no duplicate."""
+        with self.transaction() as c:
+            c.execute("UPDATE buckets SET duplicate_of = NULL, duplicate_reason = NULL, duplicate_by = NULL "
+                      "WHERE duplicate_by IS NULL OR duplicate_by = 'auto'")
+            c.executemany(
+                "UPDATE buckets SET duplicate_of = ?, duplicate_reason = ?, duplicate_by = 'auto' WHERE id = ?",
+                [(primary, reason, bucket) for bucket, (primary, reason) in sorted(duplicates.items())],
+            )
+
+    @staticmethod
+    def _root(c: sqlite3.Connection, bucket_id: int) -> int:
+        """The bucket a chain of duplicates ends at."""
+        seen = {bucket_id}
+        while True:
+            row = c.execute("SELECT duplicate_of FROM buckets WHERE id = ?", (bucket_id,)).fetchone()
+            if row is None or row[0] is None or row[0] in seen:
+                return bucket_id
+            bucket_id = row[0]
+            seen.add(bucket_id)
+
+    def primary_of(self, bucket_id: int) -> int:
+        """The bucket ``bucket_id``'s bug is folded under (itself when it is no duplicate)."""
+        return self._root(self.conn, bucket_id)
+
+    def set_duplicate(self, bucket_id: int, primary: int | None) -> None:
+        """The user's word: ``bucket_id`` is a duplicate of ``primary`` (None: of no bucket).
+        Raises KeyError for a missing bucket, ValueError for a bucket made its own duplicate."""
+        with self.transaction() as c:
+            for b in (bucket_id, primary):
+                if b is not None and c.execute("SELECT 1 FROM buckets WHERE id = ?", (b,)).fetchone() is None:
+                    raise KeyError(b)
+            if primary == bucket_id:
+                raise ValueError(f"bucket {bucket_id} cannot be a duplicate of itself")
+            if primary is not None:
+                primary = self._root(c, primary)
+                if primary == bucket_id:
+                    raise ValueError(f"bucket {bucket_id} is the bucket its duplicates are folded under")
+                # the buckets folded under this one follow it
+                c.execute("UPDATE buckets SET duplicate_of = ? WHERE duplicate_of = ?", (primary, bucket_id))
+            c.execute(
+                "UPDATE buckets SET duplicate_of = ?, duplicate_reason = ?, duplicate_by = 'user' WHERE id = ?",
+                (primary, "marked by hand" if primary is not None else None, bucket_id),
+            )
 
     def unminimized(self) -> list[sqlite3.Row]:
         return self.conn.execute(
@@ -592,6 +682,7 @@ class TriageDB:
         steps: Sequence[str],
         note: str | None = None,
         contract: str | None = None,
+        verify_counts: dict[str, int] | None = None,
     ) -> None:
         lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         with self.transaction() as c:
@@ -601,7 +692,7 @@ class TriageDB:
                 "minimized_stderr = ?, minimized_signal = ?, minimized_returncode = ?, "
                 "minimized_hits = ?, minimized_attempts = ?, reproduction = ?, "
                 "min_runs = ?, min_evaluations = ?, min_seconds = ?, min_steps = ?, "
-                "note = ?, minimized_contract = ? WHERE id = ?",
+                "note = ?, minimized_contract = ?, verify_counts = ? WHERE id = ?",
                 (
                     representative,
                     text,
@@ -622,6 +713,7 @@ class TriageDB:
                     json.dumps(list(steps)),
                     note,
                     contract,
+                    json.dumps(verify_counts, sort_keys=True) if verify_counts is not None else None,
                     bucket_id,
                 ),
             )
@@ -646,6 +738,7 @@ class TriageDB:
         q = self.conn.execute
         return {
             "buckets": q("SELECT COUNT(*) FROM buckets").fetchone()[0],
+            "bugs": q("SELECT COUNT(*) FROM buckets WHERE duplicate_of IS NULL").fetchone()[0],
             "members": q("SELECT COUNT(*) FROM members").fetchone()[0],
             "reproducing": q("SELECT COUNT(*) FROM members WHERE bucket_id IS NOT NULL").fetchone()[0],
             "flaky": q("SELECT COUNT(*) FROM members WHERE reproduction = 'sometimes'").fetchone()[0],
@@ -667,9 +760,10 @@ class TriageDB:
                 for k in r.keys()
                 if k
                 not in ("id", "first_seen", "last_seen", "first_run", "last_run", "representative",
-                        "min_seconds", "minimized_stderr")
+                        "min_seconds", "minimized_stderr", "duplicate_of")
             }
             buckets[r["signature"]]["representative"] = sha_of.get(r["representative"])
+            buckets[r["signature"]]["duplicate_of"] = sig_of.get(r["duplicate_of"])
         members = {}
         for r in q("SELECT * FROM members"):
             d = {k: r[k] for k in r.keys() if k not in ("id", "bucket_id", "run_id", "recorded", "stderr")}

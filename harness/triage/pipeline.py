@@ -26,25 +26,50 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    any copy are one member), the text as given otherwise.  Inputs already
    in the database are not run again: they are only recorded as seen.
 
-3. **Reproduce** (:func:`reproduce`) each new program ``repeat`` times on
-   the target (the runner's ``run_program`` + ``judge``, the same target as
-   ``fuzz``), in ``jobs`` threads.  Each run that is a finding gets a
-   signature (:mod:`harness.triage.signature`); the most frequent one names the
-   input's bucket; ``always`` / ``sometimes`` (flaky) / ``never`` (no
-   finding: not reproducing, kept in the database without a bucket).
-   Results are committed one input per transaction, in input order, from
-   the main thread.
+3. **Reproduce** each new program on the target (the runner's
+   ``run_program`` + ``judge``, the same target as ``fuzz``) through one
+   :class:`harness.triage.runs.TriageRunner` (which counts every target run),
+   window by window (:data:`WINDOW` inputs):
+
+   * every input runs once, in ``jobs`` threads, batched where the target
+     takes ``--split-input-file`` (findings always re-run alone);
+   * an input without a finding runs ``repeat - 1`` more times (batched too):
+     a flaky finding shows on some runs only;
+   * then, in input order: an input whose crash is *bare* (neither a message
+     nor a frame) runs again until a run shows one, at most
+     ``max(BARE_RUNS, repeat)`` runs, and keeps its bare signature tied to its
+     own program when none came (:meth:`Signature.for_input`); an input whose
+     signature is a bucket's that always reproduced is done (:func:`extra_runs`);
+     any other (new or flaky signature) runs ``repeat - 1`` more times.
+
+   Each run that is a finding gets a signature (:mod:`harness.triage.signature`);
+   the most frequent one (a bare one only when nothing else came:
+   :func:`majority`) names the input's bucket; ``always`` / ``sometimes``
+   (flaky) / ``never`` (no finding: not reproducing, kept in the database
+   without a bucket); the runs per signature are kept with the input.
+   Results are committed one input per transaction, in input order, from the
+   main thread; what an input needs depends only on the inputs before it, so
+   a resumed run makes the same decisions.
 
 4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
    is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
-   retries a candidate until it is confident it does not reproduce.  With
-   ``text_reduce``, the minimized text is then reduced line by line (ddmin)
-   under "same signature" as an extra.
+   retries a candidate until it is confident it does not reproduce.  The
+   minimized program then runs ``max(repeat, VERIFY_RUNS)`` times
+   (``VERIFY_FLAKY`` for a flaky bucket): how often each signature came is the
+   bucket's *evidence*.  With ``text_reduce``, the minimized text is then
+   reduced line by line (ddmin) under "same signature" as an extra.
 
-5. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
-   ``report.md`` and ``report.json``.
+5. **Deduplicate** (:mod:`harness.triage.dedup`): buckets that are one bug
+   (by their evidence, the same minimized program, or similar stacks with the
+   same crash point) are folded under one of them.
+
+6. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
+   ``report.md``, ``report.json`` and ``report.html``.
+
+Progress (:mod:`harness.triage.progress`): a bar on a terminal, else a line
+every few seconds (inputs done, buckets, target runs, time left).
 
 Killed at any point, the next triage on the same database resumes the
 unfinished run (same run id): recorded inputs are skipped, unminimized
@@ -55,6 +80,7 @@ would have produced.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import sys
@@ -73,10 +99,12 @@ from harness.core.parse import parse, split_programs
 from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import render
 from harness.core.tree import decisions, describe
-from harness.run.runner import Outcome, Target, Verdict, judge, run_program
-from harness.run.runners import Program, Runner, make_runner
+from harness.run.runner import Outcome, Target
 from harness.triage.crashdb import MemberRecord, TriageDB
-from harness.triage.signature import Signature, signature_of
+from harness.triage.dedup import facts_of, find_duplicates
+from harness.triage.progress import Progress
+from harness.triage.runs import Run, TriageRunner
+from harness.triage.signature import Signature, run_key_of
 
 __all__ = [
     "ARTIFACT_PREFIXES",
@@ -88,9 +116,9 @@ __all__ = [
     "TriageConfig",
     "TriageSummary",
     "collect_inputs",
+    "extra_runs",
     "load_input_file",
-    "reproduce",
-    "run_once",
+    "majority",
     "run_triage",
 ]
 
@@ -105,6 +133,12 @@ MAX_ATTEMPTS = 30
 STDERR_KEEP = 64 * 1024
 #: Runs of a minimized program that decide always/sometimes when its bucket looked flaky.
 VERIFY_FLAKY = 10
+#: Runs of a minimized program at least (the evidence that finds duplicates).
+VERIFY_RUNS = 5
+#: Runs of an input at most while it crashes with neither a message nor a frame.
+BARE_RUNS = 5
+#: Inputs whose first runs are made together (the rest of the input waits for them).
+WINDOW = 64
 
 
 class InputError(Exception):
@@ -237,18 +271,6 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
 # ------------------------------------------------------------ reproduction
 
 
-def run_once(target: Target, text: str, runner: Runner | None = None
-             ) -> tuple[Outcome, Verdict, Signature | None]:
-    """One judged run: through ``runner`` (harness.run.runners) when given, else a process."""
-    if runner is not None:
-        result = runner.run_one(Program("triage", text))
-        outcome, verdict = result.outcome, result.verdict
-    else:
-        outcome = run_program(target, text)
-        verdict = judge(target, text, outcome)
-    return outcome, verdict, signature_of(verdict)
-
-
 @dataclass
 class Reproduction:
     reproduction: str  # always | sometimes | never
@@ -258,49 +280,54 @@ class Reproduction:
     outcome: str  # finding kind, or the outcome kind of the last run when never
     reason: str
     stderr: str | None
+    counts: dict[str, int] = field(default_factory=dict)  # run key -> runs; "" -> runs without finding
 
 
-def reproduce(target: Target, text: str, repeat: int, runner: Runner | None = None) -> Reproduction:
-    """Run ``text`` ``repeat`` times; the most frequent signature decides."""
+def majority(runs: Sequence[Run]) -> Reproduction:
+    """The signature an input reproduces with: the most frequent over its runs
+    (ties: the first seen), a bare crash only when no run gave anything better."""
     counts: dict[str, int] = {}
-    first: dict[str, tuple[Signature, Outcome, Verdict]] = {}
-    last: tuple[Outcome, Verdict] | None = None
-    for _ in range(repeat):
-        outcome, verdict, sig = run_once(target, text, runner)
-        last = (outcome, verdict)
-        if sig is not None:
-            counts[sig.key] = counts.get(sig.key, 0) + 1
-            first.setdefault(sig.key, (sig, outcome, verdict))
-    if not counts:
-        assert last is not None
-        outcome, _ = last
-        return Reproduction("never", 0, repeat, None, outcome.kind.value, outcome.reason, None)
-    key = max(counts, key=lambda k: (counts[k], -list(first).index(k)))
-    sig, outcome, verdict = first[key]
+    first: dict[str, Run] = {}
+    for run in runs:
+        key = run.signature.run_key if run.signature is not None else ""
+        counts[key] = counts.get(key, 0) + 1
+        first.setdefault(key, run)
+    found = [k for k in counts if k]
+    if not found:
+        last = runs[-1]
+        return Reproduction("never", 0, len(runs), None, last.kind, last.outcome.reason, None, counts)
+    informative = [k for k in found if not first[k].signature.bare] or found
+    key = max(informative, key=lambda k: (counts[k], -found.index(k)))
+    run = first[key]
     hits = counts[key]
-    return Reproduction(
-        "always" if hits == repeat else "sometimes",
-        hits,
-        repeat,
-        sig,
-        verdict.kind or outcome.kind.value,
-        verdict.why,
-        outcome.stderr,
-    )
+    return Reproduction("always" if hits == len(runs) else "sometimes", hits, len(runs), run.signature,
+                        run.kind, run.why, run.outcome.stderr, counts)
+
+
+def extra_runs(first: Run, db: TriageDB, repeat: int) -> int:
+    """Runs an input needs after its first: none when it gave the signature of a bucket
+    that always reproduced; ``repeat - 1`` when it is new, flaky or gave no finding.
+    (A bare crash is re-run apart: see :func:`_reproduce`; the runs of inputs without a
+    finding are made together, batched where the target allows.)"""
+    if first.signature is not None:
+        bucket = db.bucket_by_signature(first.signature.key)
+        if bucket is not None and bucket["reproduction"] == "always":
+            return 0
+    return repeat - 1
 
 
 class Interesting:
-    """The minimization predicate: the candidate gives ``signature`` (within
+    """The minimization predicate: the candidate gives ``signature`` (a run key, within
     ``attempts`` runs) and, for trees of a grammar whose contract is P1-P24, its
     canonical rendering passes the independent checker."""
 
-    def __init__(self, target: Target, signature: str, attempts: int = 1,
-                 grammar: CompiledGrammar | None = None, runner: Runner | None = None) -> None:
-        self.runner = runner
+    def __init__(self, runner: TriageRunner, signature: str, attempts: int = 1,
+                 grammar: CompiledGrammar | None = None) -> None:
         self.grammar = grammar or default_grammar()
         self.check_contract = self.grammar.meta.get("CONTRACT") == "P1-P24"
-        self.target = target
-        self.signature = signature
+        self.runner = runner
+        self.target = runner.target
+        self.signature = run_key_of(signature)
         self.attempts = max(1, attempts)
         self.runs = 0  # target runs spent
         self.rejected_by_checker = 0
@@ -310,9 +337,9 @@ class Interesting:
     def text(self, text: str) -> bool:
         for _ in range(self.attempts):
             self.runs += 1
-            outcome, _, sig = run_once(self.target, text, self.runner)
-            if sig is not None and sig.key == self.signature:
-                self.last_outcome, self.last_hit = outcome, text
+            (run,) = self.runner.outcomes(text)
+            if run.signature is not None and run.signature.run_key == self.signature:
+                self.last_outcome, self.last_hit = run.outcome, text
                 return True
         return False
 
@@ -350,7 +377,8 @@ class TriageConfig:
     max_text_evaluations: int = 1000
     progress: bool = True
     grammar: CompiledGrammar | None = None  # None: the default profile
-    runner: str | None = None  # process | batch | persistent; None: the fastest that works
+    batch: bool = True  # first runs share processes where the target allows (harness.run.batch)
+    runner: str | None = None  # --runner: process | batch | persistent; None: batch (harness.triage.runs)
 
 
 @dataclass
@@ -371,6 +399,10 @@ class TriageSummary:
     report_dir: str | None
     seconds_reproduce: float = 0.0  # wall time of the reproduction phase
     seconds_minimize: float = 0.0  # wall time of minimization (and text reduction)
+    bugs: int = 0  # buckets that are no duplicate of another
+    runs_reproduce: int = 0  # target runs of the reproduction phase
+    target_runs: int = 0  # target runs in all (a program in a batch counts once)
+    processes: int = 0  # target processes started
 
 
 def _target_json(target: Target, grammar: CompiledGrammar) -> dict:
@@ -386,16 +418,14 @@ def _target_json(target: Target, grammar: CompiledGrammar) -> dict:
 
 
 @contextmanager
-def _phase(pool: ThreadPoolExecutor, total: int, desc: str, enabled: bool):
-    """A phase's progress bar; on any error (Ctrl-C too) the queued target runs are cancelled."""
-    bar = _progress(total, desc, enabled)
+def _phase(pool: ThreadPoolExecutor, progress: Progress):
+    """A phase's progress; on any error (Ctrl-C too) the queued target runs are cancelled."""
     try:
-        yield bar
+        with progress:
+            yield progress
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    finally:
-        bar.close()
 
 
 def _tree_fields(grammar: CompiledGrammar, program: Node | None) -> dict:
@@ -416,20 +446,6 @@ def _contract_fields(grammar: CompiledGrammar, program: Node | None, text: str) 
         return {"profile": profile, "contract": contract_of(grammar, program)}
     broken = sorted({v.rule for v in check_text(text)}, key=lambda rule: int(rule[1:]))
     return {"profile": profile, "contract": ", ".join(broken) if broken else "none"}
-
-
-def _progress(total: int, desc: str, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        desc=desc,
-        unit="input" if desc == "reproduce" else "bucket",
-        file=sys.stderr,
-        disable=None if enabled else True,
-        leave=False,
-        dynamic_ncols=True,
-    )
 
 
 # ---------------------------------------------------------------- minimize
@@ -458,6 +474,7 @@ class _MinimizeResult:
     steps: list[str]
     outcome: Outcome | None  # a run of the result that gives the signature
     hits: int  # of job.verify runs of the result
+    counts: dict[str, int]  # run key -> runs of the result that gave it ("" -> no finding)
     note: str | None
 
 
@@ -478,39 +495,76 @@ def _representative(db: TriageDB, bucket_id: int,
     return best[1], best[2], best[3], best[4]
 
 
-def _verify(target: Target, text: str, signature: str, runs: int,
-            runner: Runner | None = None) -> tuple[int, Outcome | None]:
-    """(hits, first hit) of ``runs`` runs of ``text``."""
-    hits, first = 0, None
-    for _ in range(runs):
-        outcome, _, sig = run_once(target, text, runner)
-        if sig is not None and sig.key == signature:
+def _verify(runner: TriageRunner, text: str, signature: str,
+            runs: int) -> tuple[int, Outcome | None, dict[str, int]]:
+    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``."""
+    hits, first, counts = 0, None, {}
+    wanted = run_key_of(signature)
+    for run in runner.outcomes(text, runs):
+        key = run.signature.run_key if run.signature is not None else ""
+        counts[key] = counts.get(key, 0) + 1
+        if key == wanted:
             hits += 1
-            first = first or outcome
-    return hits, first
+            first = first or run.outcome
+    return hits, first, counts
 
 
-def _minimize_job(job: _MinimizeJob, target: Target, max_evaluations: int,
-                  grammar: CompiledGrammar, runner: Runner | None = None) -> _MinimizeResult:
+def _minimize_job(job: _MinimizeJob, runner: TriageRunner, max_evaluations: int,
+                  grammar: CompiledGrammar) -> _MinimizeResult:
     """Minimize one bucket's representative, then run the result ``job.verify`` times."""
     if job.program is None:
-        hits, outcome = _verify(target, job.text, job.signature, job.verify, runner)
+        hits, outcome, counts = _verify(runner, job.text, job.signature, job.verify)
         return _MinimizeResult(
-            job, job.text, None, 0, 0, 0.0, [], outcome, hits,
+            job, job.text, None, 0, 0, 0.0, [], outcome, hits, counts,
             "no member is in the shape: the smallest member is kept as text "
             "(use --text-reduce to reduce it line by line)",
         )
-    predicate = Interesting(target, job.signature, job.attempts, grammar, runner)
+    predicate = Interesting(runner, job.signature, job.attempts, grammar)
     result = minimize(job.program, grammar, predicate.program, max_evaluations=max_evaluations)
-    text = render(result.tree, grammar, target.render)
+    text = render(result.tree, grammar, runner.target.render)
     note = f"minimization stopped after {max_evaluations} candidates" if result.exhausted else None
-    hits, outcome = _verify(target, text, job.signature, job.verify, runner)
+    hits, outcome, counts = _verify(runner, text, job.signature, job.verify)
     if outcome is None and predicate.last_hit == text:
         outcome = predicate.last_outcome
     return _MinimizeResult(
         job, text, result.tree, predicate.runs, result.evaluations, result.seconds,
-        result.steps, outcome, hits, note,
+        result.steps, outcome, hits, counts, note,
     )
+
+
+def _first_runs(runner: TriageRunner, pool: ThreadPoolExecutor, texts: list[str], jobs: int) -> list[Run]:
+    """One run of each text, in ``jobs`` parallel shares (each batched where the target allows)."""
+    if not texts:
+        return []
+    share = math.ceil(len(texts) / jobs)
+    slices = [texts[k:k + share] for k in range(0, len(texts), share)]
+    return [run for runs in pool.map(runner.first_runs, slices) for run in runs]
+
+
+def _reproduce(text: str, first: Run, runner: TriageRunner, pool: ThreadPoolExecutor,
+               db: TriageDB, repeat: int) -> Reproduction:
+    """A finding's reproduction from its first run and the runs it needs after it."""
+    runs = [first]
+    if first.signature is not None and first.signature.bare:
+        # a bare crash tells nothing: run again until a run shows a message or frames
+        while len(runs) < max(BARE_RUNS, repeat) and all(
+                r.signature is None or r.signature.bare for r in runs):
+            runs += runner.outcomes(text)
+        return majority(runs)
+    more = extra_runs(first, db, repeat)
+    runs += [run for batch in pool.map(lambda _: runner.outcomes(text), range(more)) for run in batch]
+    return majority(runs)
+
+
+def _deduplicate(db: TriageDB) -> None:
+    """Mark the duplicates among the buckets (harness.triage.dedup), all in one transaction."""
+    facts = []
+    for row in db.buckets():
+        stderr = row["minimized_stderr"]
+        if not stderr:
+            stderr = next((m["stderr"] for m in db.members(row["id"]) if m["stderr"]), "")
+        facts.append(facts_of(row, stderr))
+    db.save_duplicates({d.bucket: (d.primary, "; ".join(d.reasons)) for d in find_duplicates(facts)})
 
 
 # --------------------------------------------------------------------- run
@@ -552,34 +606,55 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
-        # each pool thread runs through its own worker of the runner (its own driver)
-        runner = make_runner(config.runner, target, jobs=jobs)
+        runner = TriageRunner(target, batch=config.batch, kind=config.runner)
+        bucket_keys = {row["signature"] for row in db.buckets()}
 
-        def reproduce_one(inp: Input) -> Reproduction:
-            return reproduce(target, inp.target_text(target), config.repeat, runner)
+        def reproduce_status() -> str:
+            return f"{len(bucket_keys)} bucket(s), {runner.runs} target runs"
 
         started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="triage")
-        with _phase(pool, len(todo), "reproduce", config.progress) as bar:
-            for inp, rep in zip(todo, pool.map(reproduce_one, todo)):
-                record = MemberRecord(
-                    sha256=inp.sha,
-                    form=inp.form,
-                    **_tree_fields(grammar, inp.program),
-                    text=inp.text,
-                    not_in_shape=inp.not_in_shape,
-                    reproduction=rep.reproduction,
-                    hits=rep.hits,
-                    attempts=rep.attempts,
-                    outcome=rep.outcome,
-                    reason=rep.reason,
-                    stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
-                    first_path=inp.path,
-                    **_contract_fields(grammar, inp.program, inp.text),
-                )
-                files = [(m.path, m.file_sha) for m in groups[inp.sha]]
-                db.record_member(run_id, record, files, rep.signature, target_json)
-                bar.update(1)
+        progress = Progress("reproduce", len(todo), "inputs", reproduce_status, enabled=config.progress)
+        with _phase(pool, progress):
+            for window_start in range(0, len(todo), WINDOW):
+                window = todo[window_start:window_start + WINDOW]
+                texts = [inp.target_text(target) for inp in window]
+                firsts = _first_runs(runner, pool, texts, jobs)
+                # an input without a finding is run again whatever came before it: all at once
+                quiet = [k for k, run in enumerate(firsts) if run.signature is None]
+                again = _first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
+                                    jobs)
+                more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
+                        for n, k in enumerate(quiet)}
+                # in input order: what an input needs depends on the inputs recorded before it
+                for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
+                    if k in more:
+                        rep = majority([first, *more[k]])
+                    else:
+                        rep = _reproduce(text, first, runner, pool, db, config.repeat)
+                    signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
+                    record = MemberRecord(
+                        sha256=inp.sha,
+                        form=inp.form,
+                        **_tree_fields(grammar, inp.program),
+                        text=inp.text,
+                        not_in_shape=inp.not_in_shape,
+                        reproduction=rep.reproduction,
+                        hits=rep.hits,
+                        attempts=rep.attempts,
+                        outcome=rep.outcome,
+                        reason=rep.reason,
+                        stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
+                        first_path=inp.path,
+                        **_contract_fields(grammar, inp.program, inp.text),
+                        signatures=json.dumps(rep.counts, sort_keys=True),
+                    )
+                    files = [(m.path, m.file_sha) for m in groups[inp.sha]]
+                    db.record_member(run_id, record, files, signature, target_json)
+                    if signature is not None:
+                        bucket_keys.add(signature.key)
+                    progress.update()
+        runs_reproduce = runner.runs
 
         seconds_reproduce = time.monotonic() - started
         started = time.monotonic()
@@ -596,14 +671,18 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 _MinimizeJob(
                     bucket["id"], bucket["signature"],
                     attempts_for(hits, attempts) if flaky else 1,
-                    max(config.repeat, VERIFY_FLAKY) if flaky else config.repeat,
+                    max(config.repeat, VERIFY_FLAKY if flaky else VERIFY_RUNS),
                     member_id, program, text, stderr,
                 )
             )
-        with _phase(pool, len(pending), "minimize", config.progress) as bar:
+
+        def minimize_status() -> str:
+            return f"{runner.runs} target runs"
+
+        progress = Progress("minimize", len(pending), "buckets", minimize_status, enabled=config.progress)
+        with _phase(pool, progress):
             futures = [
-                pool.submit(_minimize_job, job, target, config.max_minimize_evaluations, grammar,
-                            runner)
+                pool.submit(_minimize_job, job, runner, config.max_minimize_evaluations, grammar)
                 for job in pending
             ]
             for future in futures:
@@ -625,8 +704,18 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                     steps=r.steps,
                     note=r.note,
                     contract=_contract_fields(grammar, r.program, r.text)["contract"],
+                    verify_counts=r.counts,
                 )
-                bar.update(1)
+                progress.update()
+
+        # buckets minimized by an older loom-fuzz: their minimized programs' evidence
+        for bucket in db.unverified():
+            runs = max(config.repeat, VERIFY_FLAKY if bucket["reproduction"] != "always" else VERIFY_RUNS)
+            _, _, counts = _verify(runner, bucket["minimized_text"], bucket["signature"], runs)
+            db.save_evidence(bucket["id"], counts)
+        if config.progress:
+            log("triage: looking for duplicates among the buckets")
+        _deduplicate(db)
 
         if config.text_reduce:
             reduce_jobs = []
@@ -639,21 +728,24 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
 
             def reduce_one(job):
                 bucket_id, signature, text, n = job
-                predicate = Interesting(target, signature, n, runner=runner)
+                predicate = Interesting(runner, signature, n)
                 result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
                 return bucket_id, result, predicate.runs
 
-            with _phase(pool, len(reduce_jobs), "text-reduce", config.progress) as bar:
+            progress = Progress("text-reduce", len(reduce_jobs), "buckets", minimize_status,
+                                enabled=config.progress)
+            with _phase(pool, progress):
                 for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
                     db.save_text_reduction(bucket_id, result.text, result.lines, runs)
-                    bar.update(1)
+                    progress.update()
         pool.shutdown(wait=True)
-        runner.close()
         seconds_minimize = time.monotonic() - started
 
         db.finish_run(run_id)
         report_dir = None
         if config.out_dir:
+            if config.progress:
+                log(f"triage: writing the reports to {config.out_dir}")
             write_reports(db, config.out_dir, run_id=run_id)
             report_dir = config.out_dir
         counts = db.counts()
@@ -669,12 +761,16 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             skipped=collection.skipped,
             new_buckets=run["new_buckets"],
             buckets=counts["buckets"],
+            bugs=counts["bugs"],
             not_reproducing=counts["not_reproducing"],
             flaky=counts["flaky"],
             minimized=len(pending),
             report_dir=report_dir,
             seconds_reproduce=seconds_reproduce,
             seconds_minimize=seconds_minimize,
+            runs_reproduce=runs_reproduce,
+            target_runs=runner.runs,
+            processes=runner.processes,
         )
     finally:
         db.close()

@@ -50,7 +50,8 @@ The signature is in a comment at the top.
                    "expectations": "builtin:loom-opt"},
         "repeat": 3
       },
-      "totals": {"buckets": 4, "members": 412, "reproducing": 40, "flaky": 5,
+      "totals": {"buckets": 4, "bugs": 2,         // bugs: buckets that are no duplicate
+                 "members": 412, "reproducing": 40, "flaky": 5,
                  "not_reproducing": 372, "files": 430, "runs": 3},
       "buckets": [
         {
@@ -68,6 +69,11 @@ The signature is in a comment at the top.
                                                   // (edge, break, break:P7 for --break P7)
           "reproduction": "always",               // always | sometimes (flaky): of the minimized
                                                   // program once minimized, of the members before
+          "duplicate_of": null,                   // the bucket of the same bug this one is folded
+                                                  // under (the end of the chain), or null
+          "duplicate_reason": null,               // why: the links harness.triage.dedup found
+          "duplicate_by": null,                   // "auto" (triage) | "user" (triage mark) | null
+          "duplicates": [3, 4],                   // buckets folded under this one
           "minimized": {                          // null until minimized
             "path": "bucket-1/minimized.mlir",
             "in_shape": true,                     // false: kept as text (no member in the shape)
@@ -81,9 +87,11 @@ The signature is in a comment at the top.
             "seconds": 0.02,
             "steps": ["drop thread 0", "drop site 0.1"],
             "note": null,
-            "contract": "none"                    // what the minimized program breaks: none (P1-P24
+            "contract": "none",                   // what the minimized program breaks: none (P1-P24
                                                   // hold), "edge: while, name-empty", "P7", or
                                                   // the checker's P<n>s for text
+            "signatures": {"crash:...": 4, "": 1} // the verification runs per signature ("": no
+                                                  // finding): the evidence deduplication reads
           },
           "text_reduced": null | {"path": "bucket-1/text-reduced.mlir", "lines": 9, "target_runs": 120},
           "regression_test": "bucket-1/regression.mlir",
@@ -93,7 +101,8 @@ The signature is in a comment at the top.
              "tree": "t0[...] t1[...]", "sites": 3, "lines": 80,
              "reproduction": "always", "hits": 3, "attempts": 3,
              "outcome": "crash", "not_in_shape": null,
-             "profile": "break", "contract": "P7"}   // the member's profile and what it breaks
+             "profile": "break", "contract": "P7",   // the member's profile and what it breaks
+             "signatures": {"crash:...": 3}}         // its runs per signature ("": no finding)
           ]
         }
       ],
@@ -252,6 +261,7 @@ def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
         "not_in_shape": row["not_in_shape"],
         "profile": row["profile"],
         "contract": row["contract"],
+        "signatures": json.loads(row["signatures"]) if row["signatures"] else None,
     }
     if with_reason:
         d["reason"] = row["reason"]
@@ -270,7 +280,9 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
         }
         run_json["target"] = json.loads(run["target"]) if run["target"] else None
     buckets = []
-    for b in db.buckets():
+    rows = db.buckets()
+    primary = {b["id"]: db.primary_of(b["id"]) for b in rows}
+    for b in rows:
         d = f"bucket-{b['id']}"
         minimized = None
         if b["minimized_text"] is not None:
@@ -288,6 +300,7 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "steps": json.loads(b["min_steps"] or "[]"),
                 "note": b["note"],
                 "contract": b["minimized_contract"],
+                "signatures": json.loads(b["verify_counts"]) if b["verify_counts"] else None,
             }
         text_reduced = None
         if b["text_reduced"] is not None:
@@ -312,6 +325,10 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "members": b["count"],
                 "profile": b["profile"],
                 "reproduction": b["reproduction"],
+                "duplicate_of": primary[b["id"]] if b["duplicate_of"] is not None else None,
+                "duplicate_reason": b["duplicate_reason"],
+                "duplicate_by": b["duplicate_by"],
+                "duplicates": [k for k, p in primary.items() if p == b["id"] and k != b["id"]],
                 "minimized": minimized,
                 "text_reduced": text_reduced,
                 "regression_test": f"{d}/regression.mlir" if minimized else None,
@@ -345,6 +362,12 @@ def _contract_words(contract: str | None) -> str:
     return contract
 
 
+def _seen(counts: dict) -> str:
+    """``3 x `sig`, 1 x no finding``: how often each signature came, most often first."""
+    return ", ".join(f"{n} x " + (f"`{_cell(key)}`" if key else "no finding")
+                     for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def report_markdown(data: dict) -> str:
     lines = ["# loom-fuzz triage report", ""]
     run = data.get("run")
@@ -357,13 +380,21 @@ def report_markdown(data: dict) -> str:
         lines.append("")
     t = data["totals"]
     lines.append(
-        f"{t['buckets']} bucket(s); {t['members']} distinct input program(s): {t['reproducing']} reproducing "
-        f"({t['flaky']} flaky), {t['not_reproducing']} not reproducing."
+        f"{t['bugs']} bug(s) in {t['buckets']} bucket(s); {t['members']} distinct input program(s): "
+        f"{t['reproducing']} reproducing ({t['flaky']} flaky), {t['not_reproducing']} not reproducing."
     )
+    lines.append("")
+    lines.append("One row per bug; a bucket found to be the same bug (a duplicate) is folded under it (↳).")
     lines.append("")
     lines.append("| bucket | status | kind | signature | members | reproduction | minimized (lines / sites) |")
     lines.append("|---|---|---|---|---|---|---|")
+    by_id = {b["id"]: b for b in data["buckets"]}
+    ordered = []
     for b in data["buckets"]:
+        if b["duplicate_of"] is None:
+            ordered.append((b, False))
+            ordered.extend((by_id[k], True) for k in b["duplicates"])
+    for b, folded in ordered:
         m = b["minimized"]
         size = "-"
         if m:
@@ -371,16 +402,25 @@ def report_markdown(data: dict) -> str:
             if m["tree"]:
                 size += f" `{m['tree']}`"
         repro = "always" if b["reproduction"] == "always" else "flaky"
-        link = f"[{b['id']}](bucket-{b['id']}/)"
+        link = ("↳ " if folded else "") + f"[{b['id']}](bucket-{b['id']}/)"
         lines.append(
             f"| {link} | {b['status']} | {b['kind']} | `{_cell(b['signature'])}` | {b['members']} "
             f"| {repro} | {_cell(size)} |"
         )
     lines.append("")
     for b in data["buckets"]:
-        lines.append(f"## Bucket {b['id']}: {b['kind']} ({b['status']})")
+        lines.append(f'<a id="bucket-{b["id"]}"></a>')
+        lines.append("")
+        lines.append(f"## Bucket {b['id']}: {b['kind']} ({b['status']})"
+                     + (f", duplicate of bucket {b['duplicate_of']}" if b["duplicate_of"] is not None else ""))
         lines.append("")
         lines.append(f"- signature: `{_cell(b['signature'])}`")
+        if b["duplicate_of"] is not None:
+            by = "marked by hand" if b["duplicate_by"] == "user" else _cell(b["duplicate_reason"])
+            lines.append(f"- duplicate of [bucket {b['duplicate_of']}](#bucket-{b['duplicate_of']}) ({by}); "
+                         f"undo: `loomfuzz triage mark {b['id']} distinct`")
+        if b["duplicates"]:
+            lines.append("- duplicates: " + ", ".join(f"[bucket {k}](#bucket-{k})" for k in b["duplicates"]))
         if b.get("profile"):
             lines.append(f"- profile: {b['profile']}")
         m = b["minimized"]
@@ -391,6 +431,9 @@ def report_markdown(data: dict) -> str:
                 f"{m['target_runs']} target runs)"
             )
             lines.append(f"- contract the minimized program breaks: {_contract_words(m.get('contract'))}")
+            if m.get("signatures"):
+                runs = sum(m["signatures"].values())
+                lines.append(f"- signatures of {runs} runs of the minimized program: " + _seen(m["signatures"]))
             lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
         if b["text_reduced"]:
             tr = b["text_reduced"]
@@ -399,8 +442,10 @@ def report_markdown(data: dict) -> str:
         lines.append(f"- inputs ({b['members']}):")
         for member in b["inputs"][:20]:
             paths = ", ".join(member["paths"][:3]) + (" ..." if len(member["paths"]) > 3 else "")
+            seen = member.get("signatures") or {}
             lines.append(
                 f"  - `{_cell(paths)}` {member['reproduction']} ({member['hits']}/{member['attempts']})"
+                + (f" - signatures seen: {_seen(seen)}" if len(seen) > 1 else "")
                 + (" - not in the shape" if member["form"] == "text" else "")
             )
         if len(b["inputs"]) > 20:

@@ -131,8 +131,10 @@ def _table(data: dict) -> str:
     rows = []
     for b in data["buckets"]:
         size, size_key = _size(b)
+        folded = (f' <small>duplicate of <a href="#bucket-{b["duplicate_of"]}">{b["duplicate_of"]}</a></small>'
+                  if b.get("duplicate_of") is not None else "")
         cells = [
-            (b["id"], f'<a href="#bucket-{b["id"]}">{b["id"]}</a>'),
+            (b["id"], f'<a href="#bucket-{b["id"]}">{b["id"]}</a>{folded}'),
             (b["status"], e(b["status"])),
             (b["kind"], e(b["kind"])),
             (b["signature"], f"<code>{e(b['signature'])}</code>"),
@@ -154,6 +156,18 @@ def _bucket_section(bucket: dict, out_dir: Path) -> str:
     parts = [f'<section class="bucket-detail" id="bucket-{b["id"]}">',
              f"<h2>Bucket {b['id']}: {e(b['kind'])} ({e(b['status'])})</h2>",
              f"<p class=\"signature\"><code>{e(b['signature'])}</code></p>"]
+    if b.get("duplicate_of") is not None:
+        why = "marked by hand" if b.get("duplicate_by") == "user" else b.get("duplicate_reason") or ""
+        parts.append(f'<p class="duplicate">Duplicate of <a href="#bucket-{b["duplicate_of"]}">bucket '
+                     f'{b["duplicate_of"]}</a>: {e(why)}</p>')
+    if b.get("duplicates"):
+        parts.append('<p class="duplicates">Duplicates folded under this bug: '
+                     + ", ".join(f'<a href="#bucket-{k}">bucket {k}</a>' for k in b["duplicates"]) + "</p>")
+    seen = (b.get("minimized") or {}).get("signatures")
+    if seen:
+        parts.append("<p>Signatures over the runs of the minimized program:</p><ul class=\"seen\">" + "".join(
+            f"<li>{n} &times; <code>{e(key) if key else 'no finding'}</code></li>"
+            for key, n in sorted(seen.items(), key=lambda kv: -kv[1])) + "</ul>")
     m = b.get("minimized")
     if m:
         program = _read(out_dir / m["path"], 200_000)

@@ -18,6 +18,12 @@ Examples::
     unexpected-rejection | error: 'loom.spatial_region' op operation 'llvm.call' is not a registered canonical Dataflow actor or a supported graph-lowering operation
     wrong-output | one-graph-per-region: no dataflow.graph for @graph_N
 
+A *bare* crash (neither a message nor a frame: a signal or exit status alone)
+says nothing of the bug; triage re-runs it, and when it stays bare its
+bucket's key ends in ``| input SHA12`` (its program's SHA-256, 12 digits), so
+bare crashes of different programs stay apart until their minimized programs
+are compared (:mod:`harness.triage.dedup`).
+
 Kinds: ``crash``, ``timeout``, ``oom`` (the runner's failure kinds) and, for
 outcomes the target's expectations did not allow, ``unexpected-rejection``,
 ``unexpected-acceptance``, ``wrong-diagnostic`` (expected rejection, other
@@ -64,6 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "FRAME_COUNT",
+    "run_key_of",
     "KINDS",
     "Signature",
     "clean_function",
@@ -97,15 +104,30 @@ class Signature:
     type: str = ""
     message: str = ""
     frames: tuple[str, ...] = ()
+    #: A bare crash's input (the first 12 hex digits of its SHA-256), which
+    #: keeps bare crashes of different inputs apart until their minimized
+    #: programs are compared (see :attr:`bare`); empty for everything else.
+    input: str = ""
 
     @property
-    def key(self) -> str:
+    def bare(self) -> bool:
+        """A crash with neither a message nor a frame (a bare signal or exit status):
+        it tells nothing about which bug it is."""
+        return self.kind == "crash" and not self.message and not self.frames
+
+    @property
+    def run_key(self) -> str:
+        """The key as one run of the target gives it (without ``input``)."""
         head = f"{self.kind}:{self.type}" if self.type else self.kind
         parts = [head]
         if self.message:
             parts.append(self.message)
         parts.extend(self.frames)
         return _SEP.join(parts)
+
+    @property
+    def key(self) -> str:
+        return self.run_key + (f"{_SEP}input {self.input}" if self.input else "")
 
     def __str__(self) -> str:
         return self.key
@@ -119,11 +141,23 @@ class Signature:
             "frames": list(self.frames),
         }
 
+    def for_input(self, sha256: str) -> "Signature":
+        """A bare crash's signature kept to its input (others are returned unchanged)."""
+        return Signature(self.kind, self.type, self.message, self.frames, sha256[:12]) if self.bare else self
+
     @classmethod
     def from_json(cls, d: dict | str) -> "Signature":
         if isinstance(d, str):
             d = json.loads(d)
         return cls(d["kind"], d.get("type", ""), d.get("message", ""), tuple(d.get("frames", ())))
+
+
+_INPUT_SUFFIX = re.compile(r" \| input [0-9a-f]{12}$")
+
+
+def run_key_of(key: str) -> str:
+    """The run key of a bucket's signature key (a bare crash's ``| input SHA`` dropped)."""
+    return _INPUT_SUFFIX.sub("", key)
 
 
 # ------------------------------------------------------------------ messages
@@ -190,7 +224,7 @@ _SKIP = re.compile(
     r"|llvm::sys::RunInterruptHandlers|llvm::sys::Process::|PrintStackTraceSignalHandler"
     r"|SignalHandler|(?:\(anonymous namespace\)::)?SignalHandler|SignalHandlerTerminate"
     r"|llvm::report_fatal_error|llvm::report_bad_alloc_error|llvm::llvm_unreachable_internal"
-    r"|llvm::CrashRecoveryContext::|llvm::SmallVectorBase<[^>]*>::report_"
+    r"|llvm::CrashRecoveryContext::\w.*|llvm::SmallVectorBase<[^>]*>::report_\w+"
     r"|__restore_rt|_sigtramp|__kernel_rt_sigreturn"
     r"|abort|raise|gsignal|__pthread_kill_implementation|__pthread_kill_internal|pthread_kill"
     r"|__GI_\w+|__assert_fail|__assert_fail_base|__assert_perror_fail|__assert_rtn|_assert"
