@@ -151,7 +151,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         f"triage: {s.buckets} bucket(s) ({s.new_buckets} new), {s.flaky} flaky input(s), "
         f"{s.not_reproducing} input(s) not reproducing; {s.bugs} bug(s) "
         f"({s.buckets - s.bugs} bucket(s) folded as duplicates); {s.target_runs} target runs in "
-        f"{s.processes} processes ({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
+        f"{s.processes + 1} processes, the pipeline probe's included "
+        f"({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
         + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
         file=sys.stderr,
     )
