@@ -7,7 +7,7 @@ In one run, on copies of one seeded corpus, with the same libFuzzer seed:
 
 1. process: ``loomfuzz fuzz --target mlir-opt --time S`` (one ``mlir-opt-22``
    per program);
-2. persistent: the same with ``--persistent`` (one ``loomfuzz-mlir-driver``,
+2. persistent: the same with ``--runner persistent`` (one ``loomfuzz-mlir-driver``,
    native/, for all of them; findings confirmed in a fresh ``mlir-opt-22``);
 3. prints a table: executions, executions/s (the fuzz target's own count over
    the time between its first and last execution), seconds inside the target
@@ -53,8 +53,7 @@ def campaign(work: Path, seeds: Path, seconds: int, seed: int, persistent: bool)
     command = [sys.executable, "-m", "harness.cli", "fuzz", "--target", "mlir-opt",
                "--time", str(seconds), "--seed", str(seed), "--corpus", str(corpus),
                "--artifacts", str(work / f"artifacts-{name}")]
-    if persistent:
-        command.append("--persistent")
+    command.extend(["--runner", "persistent" if persistent else "process"])
     print(f"bench_persistent: {name}: {seconds} s campaign ...", file=sys.stderr, flush=True)
     proc = subprocess.run(command, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -129,8 +129,7 @@ def campaign(work: Path, pipeline: str, seconds: int, args) -> dict:
                "--time", str(seconds), "--seed", str(args.seed),
                "--timeout", f"{args.timeout:g}",
                "--corpus", str(corpus), "--artifacts", str(artifacts)]
-    if args.persistent:
-        command.append("--persistent")
+    command.extend(["--runner", "persistent" if args.persistent else "process"])
     if not args.stop_at_first:
         command += ["--", "-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
     print(f"bench_wide_campaign: {pipeline}: {seconds} s campaign ...", file=sys.stderr, flush=True)
@@ -184,7 +183,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="time limit of one mlir-opt run, seconds (default 10, as loomfuzz fuzz)")
     parser.add_argument("--persistent", action="store_true",
-                        help="run programs through the persistent driver (loomfuzz fuzz --persistent)")
+                        help="run programs through the persistent driver (loomfuzz fuzz --runner persistent)")
     parser.add_argument("--stop-at-first", action="store_true",
                         help="a single libFuzzer process, which stops at its first finding")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")

@@ -7,7 +7,7 @@ Usage::
 
 Every input is a choice sequence (``harness.core.codec``): it decodes to a program
 of the grammar (the default profile, or ``--grammar FILE``), rendered for the target (canonical for loom-opt,
-oracle for mlir-opt), run by ``harness.run.runner.run_program`` and judged
+oracle for mlir-opt), run through the runner interface (``harness.run.runners``) and judged
 against the target's expectations.  A finding (crash, timeout, oom, an
 outcome the expectations contradict, a failed output check) writes
 ``crash-<sha1 of input>.mlir`` and ``.json`` beside the place where libFuzzer
@@ -39,10 +39,12 @@ libFuzzer's flags only:
   --grammar FILE         the grammar (Python or JSON file)     LOOMFUZZ_GRAMMAR
   --profile NAME         a built-in grammar (default           LOOMFUZZ_PROFILE
                          conventions)
-  --persistent on|off    on: programs go to one long-lived driver LOOMFUZZ_PERSISTENT
-                         (harness.run.persistent); findings are
-                         confirmed in a fresh process; --coverage
-                         then reads the driver's map
+  --runner process|persistent
+                         persistent: programs go to one long-lived LOOMFUZZ_RUNNER
+                         fork-server driver (harness.run.runners);
+                         findings are confirmed in a fresh worker;
+                         --coverage then reads the driver's map
+                         (default process)
   --restart-every N      restart the driver after N programs   LOOMFUZZ_RESTART_EVERY
                          (default 10000, as AFL++'s __AFL_LOOP)
 
@@ -115,19 +117,13 @@ from harness.core.render import renderer
 from harness.fuzzing.series import WorkerSeries
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
-from harness.run.runner import (
-    OutcomeKind,
-    TargetNotFound,
-    judge,
-    resolve_target,
-    run_program,
-    write_finding,
-)
+from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target
+from harness.run.runners import Program
 
 PROG = "loom_opt_fuzzer"
 OPTIONS = ("target", "loom-opt", "pass-args", "pipeline", "expectations", "timeout",
            "memory-mb", "artifacts", "coverage", "grammar-features", "grammar", "profile",
-           "persistent", "restart-every")
+           "runner", "restart-every")
 
 
 class Finding(Exception):
@@ -170,11 +166,11 @@ class GrammarFeatures:
 
 class LoomOptFuzzer:
     def __init__(self, grammar, target, directory: str, prefix: str, features=None,
-                 bridge=None, persistent=None, series=None) -> None:
+                 bridge=None, runner=None, series=None) -> None:
         self.grammar = grammar
         self.render = renderer(grammar, target.render).render
         self.target = target
-        self.persistent = persistent  # a harness.run.persistent.PersistentRunner, or None
+        self.runner = runner  # a harness.run.runners.Runner (run_one in this thread)
         self.in_target = 0.0  # seconds inside the runs
         self.directory = directory  # where sidecars go (the -artifact_prefix folder)
         self.prefix = prefix  # file-name part of -artifact_prefix
@@ -211,11 +207,8 @@ class LoomOptFuzzer:
         try:
             if bridge is not None:
                 bridge.start_run()
-            if self.persistent is not None:
-                verdict = self.persistent.run_judged(text)
-                outcome = verdict.outcome
-            else:
-                outcome = run_program(target, text)
+            result = self.runner.run_one(Program(self.executions, text))
+            verdict, outcome = result.verdict, result.outcome
             if bridge is not None:
                 bridge.finish_run()
         except TargetNotFound as error:
@@ -225,8 +218,6 @@ class LoomOptFuzzer:
         except Stopped:  # the run was killed by a stop request: its outcome means nothing
             stopping.exit_stopped()
         self.in_target += time.monotonic() - run_started
-        if self.persistent is None:
-            verdict = judge(target, text, outcome)
         if self.features is not None:
             self.features.verdict(verdict)
         self.executions += 1
@@ -237,6 +228,7 @@ class LoomOptFuzzer:
                 series.finding(verdict.kind)
             self.kpath_seen |= self.kpath.of(program)
             if self.last >= series.next_row:
+                self._restart_gauges()
                 series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
                 series.record(self.executions, bridge.edges_seen if bridge is not None else None)
         if verdict.finding:
@@ -244,17 +236,23 @@ class LoomOptFuzzer:
                 stopping.exit_stopped()
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
-            if self.persistent is not None:
-                self.persistent.write_finding(self.directory, name, text, verdict,
-                                              describe_grammar(self.grammar, program))
-            else:
-                write_finding(self.directory, name, text, target, verdict,
-                              describe_grammar(self.grammar, program))
+            result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program))
             kind = outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
             raise Finding(f"{target.name}: {verdict.why} "
                           f"(program: {os.path.join(self.directory, name)}.mlir)")
+
+    def _restart_gauges(self) -> None:
+        """This worker's driver restarts and their reasons, for stats-workers.csv."""
+        workers = getattr(self.runner, "worker_stats", list)()
+        if workers:
+            reasons: Counter = Counter()
+            for _, stats in workers:
+                reasons.update(stats.restarts)
+            self.series.set("restarts", sum(reasons.values()))
+            self.series.set("restart_reasons", " ".join(
+                f"{k.replace(' ', '-')}:{v}" for k, v in sorted(reasons.items())))
 
     def summary(self) -> None:
         """Print the summary line once (called from every exit path)."""
@@ -272,10 +270,12 @@ class LoomOptFuzzer:
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.findings.items()))
             line += f" ({kinds}) -> {', '.join(self.finding_files)}"
         line += f"; time in target: {self.in_target:.3f} s"
-        if self.persistent is not None:
-            line += f"; persistent: {self.persistent.stats.describe()}"
-            self.persistent.close()
+        if self.runner is not None:
+            for _, stats in getattr(self.runner, "worker_stats", list)():
+                line += f"; persistent: {stats.describe()}"
+            self.runner.close()
         if self.series is not None:
+            self._restart_gauges()
             self.series.set("grammar_coverage", round(len(self.kpath_seen) / (len(self.kpath) or 1), 4))
             self.series.close(self.executions, self.bridge.edges_seen if self.bridge is not None else None)
         if self.bridge is not None:
@@ -304,8 +304,9 @@ def _open_coverage(kind: str, binary: str):
 
 
 def _persistent_target(target, restart_every: str | None):
-    """The driver for ``target`` (harness.run.persistent.find_driver)."""
-    from harness.run.persistent import DEFAULT_RESTART_EVERY, DriverError, persistent_target
+    """The fork-server driver for ``target`` (harness.run.runners.persistent_for)."""
+    from harness.run.persistent import DEFAULT_RESTART_EVERY, DriverError
+    from harness.run.runners import persistent_for
 
     try:
         every = int(restart_every) if restart_every else DEFAULT_RESTART_EVERY
@@ -314,9 +315,9 @@ def _persistent_target(target, restart_every: str | None):
     if every < 1:
         fail("--restart-every must be at least 1")
     try:
-        return persistent_target(target, restart_every=every)
+        return persistent_for(target, every)
     except DriverError as error:
-        fail(f"--persistent: {error}", 1)
+        fail(f"--runner persistent: {error}", 1)
 
 
 def _worker_name(flags: list[str]) -> str:
@@ -384,11 +385,12 @@ def main(argv: list[str]) -> None:
     is_fork_parent = any(has_flag(flags, f) and flag_value(flags, f) not in ("0", "")
                          for f in ("fork", "jobs"))
 
-    persistent_on = (opts.get("persistent") or "off").lower()
-    if persistent_on not in ("on", "off"):
-        fail(f"--persistent takes on or off, not {persistent_on!r}")
+    runner_kind = (opts.get("runner") or "process").lower()
+    if runner_kind not in ("process", "persistent"):
+        fail(f"--runner takes process or persistent, not {runner_kind!r} (a fuzzer runs one "
+             "program at a time)")
     persistent = None
-    if persistent_on == "on":
+    if runner_kind == "persistent":
         persistent = _persistent_target(target, opts.get("restart-every"))
 
     bridge = None
@@ -396,16 +398,19 @@ def main(argv: list[str]) -> None:
     if coverage not in ("none", "afl"):
         fail(f"--coverage takes none or afl, not {coverage!r}")
     if coverage != "none" and not is_fork_parent:  # the fork-mode parent runs no input itself
-        # with --persistent the map is the driver's: it is what runs the programs
+        # with --runner persistent the map is the driver's: it is what runs the programs
         bridge = _open_coverage(coverage, persistent.driver[0] if persistent else target.argv[0])
         if persistent is None:
             target = dataclasses.replace(target, env={**target.env, **bridge.env})
     runner = None
-    if persistent is not None and not is_fork_parent:
-        from harness.run.persistent import PersistentRunner
+    if not is_fork_parent:
+        from harness.run.runners import PersistentPool, ProcessRunner
 
-        runner = PersistentRunner(persistent, env=bridge.env if bridge else None,
-                                  settle=bridge is not None)
+        if persistent is not None:
+            runner = PersistentPool(target, persistent, env=bridge.env if bridge else None,
+                                    settle=bridge is not None)
+        else:
+            runner = ProcessRunner(target)
 
     structural = (opts.get("grammar-features") or "auto").lower()
     if structural not in ("auto", "on", "off"):

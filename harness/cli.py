@@ -46,11 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.core.grammar import GrammarError
     from harness.run.lifetime import interrupt_handlers
+    from harness.run.probe import PipelineRefused
 
     try:
         with interrupt_handlers():  # SIGINT/SIGTERM/SIGHUP: runs killed, Interrupted raised
             return module.run(args)
-    except GrammarError as error:  # a bad --grammar file: one line, exit 2
+    except (GrammarError, PipelineRefused) as error:  # a bad grammar or pipeline: one line, exit 2
         print(f"loomfuzz {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as error:

@@ -24,6 +24,17 @@
 //                                            without --emit-output or on
 //                                            failure)
 //   EOF on stdin: exit 0.
+// With --fork-server the process that starts is a zygote: it initialises
+// (registrations, context, pass manager), sends "LFZ1", and then forks one
+// worker after another.  Each worker is a fresh copy of the initialised
+// process: it sends "LFC1" + u32 pid, then answers programs as above (its
+// sequence numbers start at 1).  A program of length 0xFFFFFFFF retires the
+// worker (it exits 0).  When a worker ends (crash, retirement, a kill by the
+// harness on a timeout) the zygote sends "LFX1" + u32 wait status (as
+// waitpid(2) gives it) and forks the next one; a worker that sees EOF exits
+// 75 and the zygote exits with it.  A crash then costs a fork, not an exec
+// and a second initialisation, and the first program of a worker runs in a
+// process that has run no other program: the harness's fresh confirmation.
 // A crash (assertion, signal, report_fatal_error) is not answered: LLVM's
 // signal handlers print the usual stack dump on stderr and the process dies,
 // exactly as mlir-opt would.
@@ -70,6 +81,8 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // AFL++'s runtime, linked in by afl-clang-fast++ (which defines
@@ -91,8 +104,14 @@ llvm::cl::opt<bool> emitOutput(
     "emit-output",
     llvm::cl::desc("Send the printed module back with each successful result"),
     llvm::cl::init(false));
+llvm::cl::opt<bool> forkServer(
+    "fork-server",
+    llvm::cl::desc("Fork a fresh worker from the initialised process for each run of programs"),
+    llvm::cl::init(false));
 
 constexpr uint32_t kMaxProgram = 256u << 20;
+constexpr uint32_t kRetire = 0xFFFFFFFFu;
+constexpr int kWorkerSawEOF = 75;
 
 // The protocol's file descriptors: private copies of stdin/stdout, so that
 // anything a pass prints on stdout lands on stderr instead of in a frame.
@@ -162,6 +181,33 @@ void clearCoverageMap() {
 #endif
 }
 
+// The zygote's loop (--fork-server): returns in each worker, never in the zygote.
+void serveForks() {
+  writeAll("LFZ1", 4);
+  for (;;) {
+    pid_t child = ::fork();
+    if (child < 0) {
+      llvm::errs() << "loomfuzz-mlir-driver: fork failed: " << std::strerror(errno) << "\n";
+      std::_Exit(2);
+    }
+    if (child == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1)
+        std::_Exit(0);
+      ::setpgid(0, 0); // its own group: a timeout kills the worker and its children only
+      return;
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerSawEOF)
+      std::_Exit(0);
+    std::string frame = "LFX1";
+    appendU32(frame, static_cast<uint32_t>(status));
+    writeAll(frame.data(), frame.size());
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -199,9 +245,9 @@ int main(int argc, char **argv) {
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
   ::close(devnull);
 
-  mlir::MLIRContext context(registry);
+  // No thread pool: a fork-server worker must not inherit a pool without its threads.
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.allowUnregisteredDialects(allowUnregisteredDialects);
-  context.disableMultithreading();
 
   // The pass manager is built once, for the top-level op mlir-opt's implicit
   // module gives (builtin.module), and again only if a program's top-level op
@@ -225,14 +271,23 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  writeAll("LFD1", 4);
+  if (forkServer) {
+    serveForks(); // returns in a fresh worker
+    std::string hello = "LFC1";
+    appendU32(hello, static_cast<uint32_t>(::getpid()));
+    writeAll(hello.data(), hello.size());
+  } else {
+    writeAll("LFD1", 4);
+  }
   std::string program;
   uint32_t sequence = 0;
   for (;;) {
     unsigned char header[4];
     if (!readAll(protocolIn, header, 4))
-      return 0; // EOF: the harness is done (or gone)
+      std::_Exit(forkServer ? kWorkerSawEOF : 0); // EOF: the harness is done (or gone)
     uint32_t length = decodeU32(header);
+    if (forkServer && length == kRetire)
+      std::_Exit(0);
     if (length > kMaxProgram) {
       llvm::errs() << "loomfuzz-mlir-driver: protocol error: a program of "
                    << length << " bytes (limit " << kMaxProgram << ")\n";
@@ -240,7 +295,7 @@ int main(int argc, char **argv) {
     }
     program.resize(length);
     if (length && !readAll(protocolIn, program.data(), length))
-      return 0;
+      std::_Exit(forkServer ? kWorkerSawEOF : 0);
     ++sequence;
     clearCoverageMap();
 

@@ -149,6 +149,12 @@ def is_target(binary: str):
     return lambda procs: any(cmd.startswith(binary + " ") for _, cmd in procs)
 
 
+def a_fuzz_target_runs(binary: str):
+    """The fuzz target runs the binary (not loomfuzz's pipeline probe before it)."""
+    return lambda procs: (any("loom_opt_fuzzer.py" in cmd for _, cmd in procs)
+                          and is_target(binary)(procs))
+
+
 def a_worker_runs(binary: str):
     """libFuzzer's fork mode: a worker (it has -features_dir) and a target run."""
     return lambda procs: (any("-features_dir=" in cmd for _, cmd in procs)
@@ -203,10 +209,12 @@ def campaign(tmp_path: Path, target: str, jobs: int, mlir_opt: str, fake: str, n
             "--jobs", jobs, "--seed", 1]
     env = {}
     if target == "mlir-opt":
-        args += ["--target", "mlir-opt"]
+        # a process per program: these runs are what a stop must kill (the
+        # persistent driver's stop: tests/test_persistent.py)
+        args += ["--target", "mlir-opt", "--runner", "process"]
         env["MLIR_OPT"] = mlir_opt
         binary = mlir_opt
-        condition = is_target(binary) if jobs == 1 else a_worker_runs(binary)
+        condition = a_fuzz_target_runs(binary) if jobs == 1 else a_worker_runs(binary)
     elif jobs == 1:
         # every seed with a branch in scf.for hangs until the 60 s limit: the
         # signal comes while one does, and the stop must kill it

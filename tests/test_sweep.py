@@ -16,6 +16,7 @@ import pytest
 
 from harness.fuzzing.journal import JournalError, SweepJournal
 from harness.fuzzing.sweep import Shard, ShardError, parse_shard, run_sweep
+from harness.run.runners import BatchRunner
 from harness.run.runner import Target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,8 +60,9 @@ def test_sharded_sweeps_run_every_index_once(fake_loom_opt, tmp_path, n):
     texts = [f"// program {i}\n" for i in range(23)]  # no site: the fake accepts each
     target = Target("loom-opt", (fake_loom_opt,))
     for k in range(n):
-        result = run_sweep(len(texts) - 2, texts.__getitem__, target, tmp_path, source="t", start=2,
-                           shard=Shard(k, n), progress=False)
+        with BatchRunner(target) as runner:
+            result = run_sweep(len(texts) - 2, texts.__getitem__, runner, tmp_path, source="t",
+                               start=2, shard=Shard(k, n), progress=False)
         assert result.complete
     done = []
     for journal in tmp_path.glob("sweep-*.jsonl"):

@@ -108,6 +108,46 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
 
 
+def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:
+    """Run the target once on a trivial module (harness.run.probe) before any
+    program: raises ``PipelineRefused`` (one line; ``harness.cli`` exits 2) and
+    prints a one-line note for a pipeline that changed nothing."""
+    import sys
+
+    from harness.run.probe import probe_target
+
+    if getattr(args, "pipeline", None) is not None:
+        what = f"--pipeline {args.pipeline}"
+    elif getattr(args, "pass_args", None) is not None:
+        what = f"--pass-args {args.pass_args}"
+    else:
+        what = f"the {target.name} arguments {shlex.join(target.argv[1:])}"
+    result = probe_target(target, what)
+    if result.note:
+        print(f"loomfuzz {command}: note: {result.note}", file=sys.stderr)
+
+
+def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = None):
+    """The runner ``--runner`` names (default: the fastest that works for the target),
+    after the pass pipeline passed its probe (:func:`probe_pipeline`).  Raises
+    ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
+    from harness.run.persistent import DriverError
+    from harness.run.runner import TargetNotFound
+    from harness.run.runners import make_runner
+
+    try:
+        probe_pipeline(args, target, args.command)
+    except TargetNotFound as error:
+        raise TargetError(str(error)) from None
+    try:
+        return make_runner(getattr(args, "runner", None), target,
+                           jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                           batch_size=getattr(args, "batch_size", None),
+                           restart_every=getattr(args, "restart_every", None))
+    except DriverError as error:
+        raise TargetError(str(error)) from None
+
+
 class TargetError(Exception):
     """The target options do not name a usable target (one line for the user)."""
 
@@ -135,17 +175,67 @@ def target_from_args(args: argparse.Namespace):
         raise TargetError(str(error)) from None
 
 
+RUNNER_HELP = ("how programs run: process (one target process each), batch (many per process "
+               "through --split-input-file) or persistent (long-lived fork-server drivers, native/); "
+               "default: persistent where the target's driver is built, else batch")
+
+
+def add_runner_argument(parser) -> None:
+    """``--runner process|batch|persistent`` (harness.run.runners), common to every command."""
+    from harness.run.runners import RUNNER_KINDS
+
+    parser.add_argument("--runner", choices=RUNNER_KINDS, default=None, help=RUNNER_HELP)
+
+
 def add_sweep_arguments(parser) -> None:
-    """How a sweep runs (``run``, ``enumerate --run``): findings folder, batches, shards."""
+    """How a sweep runs (``run``, ``enumerate --run``): findings folder, runner, shards."""
     parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
                         help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
                              "journal (default: artifacts)")
+    add_runner_argument(parser)
     parser.add_argument("--batch-size", type=whole_number(1), metavar="N",
-                        help="programs per target process (--split-input-file); default: automatic; "
-                             "1: one process per program")
+                        help="with --runner batch: programs per target process (--split-input-file); "
+                             "default: automatic; 1: one process per program")
     parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
-                        help="batches run at once (default 1)")
+                        help="workers at once: drivers, batches or processes (default 1)")
     parser.add_argument("--shard", metavar="K/N",
                         help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
                              "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, source: str,
+                  origin_of, start: int = 0, shard=None) -> int:
+    """The rest of ``run`` and ``enumerate --run``: the runner of the options (after the
+    pipeline probe), the sweep, its summary; returns the exit status (0 no finding, 1
+    findings or an error, 130 interrupted)."""
+    import sys
+
+    from harness.fuzzing.journal import JournalError
+    from harness.fuzzing.sweep import format_summary, run_sweep
+    from harness.run.runner import TargetNotFound
+
+    command = args.command
+
+    def error(message: str) -> int:
+        print(f"loomfuzz {command}: error: {message}", file=sys.stderr)
+        return 1
+
+    try:
+        runner = runner_from_args(args, target)
+    except TargetError as failure:
+        return error(str(failure))
+    try:
+        with runner:
+            result = run_sweep(count, program_at, runner, args.artifacts, source=source, start=start,
+                               shard=shard, progress=not args.no_progress, origin_of=origin_of,
+                               label=command)
+    except (JournalError, TargetNotFound) as failure:
+        return error(str(failure))
+    except OSError as failure:
+        return error(f"{failure.filename or args.artifacts}: {failure.strerror or failure}")
+    sys.stderr.flush()
+    print(format_summary(result, command), flush=True)
+    if result.interrupted:
+        return 130
+    return 1 if result.findings else 0

@@ -14,6 +14,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    sweep_command,
     target_for_grammar,
     whole_number,
 )
@@ -30,12 +31,14 @@ depth bound (--max-depth D: the trees of depth at most D).
   loomfuzz enumerate --shard 2/8 -o - | mlir-opt-22 ... --split-input-file
   loomfuzz enumerate --run --target mlir-opt --jobs 2   # the exhaustive sweep
 
---run runs the programs against the target in batches, exactly as `loomfuzz
+--run runs the programs against the target through --runner (default: the
+persistent driver where it is built, else batches), exactly as `loomfuzz
 run` does (findings as crash-<sha1>.mlir/.json in --artifacts, a summary at
 the end), and keeps a journal in --artifacts: the same command run again
 after an interruption (even kill -9) runs only what is left.
 
-Exit status: 0 done (no finding), 1 findings or an error, 130 interrupted.
+Exit status: 0 done (no finding), 1 findings or an error, 2 the target refuses
+its pipeline or arguments (checked on a trivial module first), 130 interrupted.
 """
 
 
@@ -156,9 +159,6 @@ def _write(args, grammar, space, style: str, indices: range) -> int:
 
 def _sweep(args, grammar, space, count: int, shard) -> int:
     from harness.core.render import renderer
-    from harness.fuzzing.journal import JournalError
-    from harness.fuzzing.sweep import format_summary, run_sweep
-    from harness.run.runner import TargetNotFound
 
     if args.render is not None:
         return _error("--render is for -o: --run renders the programs for the target")
@@ -174,19 +174,6 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
     depth = f" max-depth={args.max_depth}" if args.max_depth else ""
     source = (f"enumerate grammar={name} sha={grammar_fingerprint(grammar, target.render)}{depth} "
               f"render={target.render}")
-    try:
-        result = run_sweep(
-            count, lambda index: render(space.unrank(index)), target, args.artifacts,
-            source=source, start=args.start, shard=shard, batch_size=args.batch_size, jobs=args.jobs,
-            progress=not args.no_progress, origin_of=lambda index: f"enumerate index {index}",
-            label="enumerate",
-        )
-    except (JournalError, TargetNotFound) as error:
-        return _error(str(error))
-    except OSError as error:
-        return _error(f"{error.filename or args.artifacts}: {error.strerror or error}")
-    sys.stderr.flush()
-    print(format_summary(result, "enumerate"), flush=True)
-    if result.interrupted:
-        return 130
-    return 1 if result.findings else 0
+    return sweep_command(args, target, count, lambda index: render(space.unrank(index)),
+                         source=source, start=args.start, shard=shard,
+                         origin_of=lambda index: f"enumerate index {index}")

@@ -12,6 +12,7 @@ from harness.commands import (
     add_target_arguments,
     grammar_from_args,
     positive_number,
+    probe_pipeline,
     profile_from_args,
     target_from_args,
     whole_number,
@@ -34,7 +35,8 @@ status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
 progress lines; piped, the output passes unchanged plus plain status lines.
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
-2 the fuzz target failed without a finding, 128 + N stopped by signal N
+2 the fuzz target failed without a finding or the target refuses its pipeline
+(checked once on a trivial module before the campaign), 128 + N stopped by signal N
 (130 SIGINT, 143 SIGTERM, 129 SIGHUP): every process of the campaign is
 stopped, findings being written are finished, the summary is printed.
 """
@@ -61,13 +63,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
                         help="structural feedback from the program's shape and the outcome; "
                              "auto (default): on without --coverage, off with it")
-    parser.add_argument("--persistent", action="store_true",
-                        help="run programs through one long-lived driver (native/; for mlir-opt "
-                             "found as $LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, "
-                             "for loom-opt as $LOOMFUZZ_LOOM_DRIVER); findings are confirmed in a "
-                             "fresh process")
+    parser.add_argument("--runner", choices=("process", "persistent"), default=None,
+                        help="process: one target process per program; persistent: one long-lived "
+                             "fork-server driver per worker (native/; for mlir-opt found as "
+                             "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
+                             "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
+                             "default: persistent where the target's driver is built (and no "
+                             "--coverage), else process")
     parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
-                        help="with --persistent: restart the driver after N programs (default 10000)")
+                        help="with --runner persistent: retire the driver's worker after N programs "
+                             "(default 10000)")
     parser.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
                         help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
     parser.add_argument("--self", dest="self_test", action="store_true",
@@ -118,14 +123,28 @@ def run(args: argparse.Namespace) -> int:
         else:
             env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
         coverage_binary = target.argv[0]
-        if args.persistent:
+        from harness.run.runner import TargetNotFound
+        from harness.run.runners import default_runner_kind
+
+        try:
+            probe_pipeline(args, target, "fuzz")  # a refused pipeline: one line, exit 2
+        except TargetNotFound as error:
+            return _error(str(error))
+
+        if args.runner is None:
+            # with --coverage the map is the instrumented target's: a process per program
+            # unless --runner persistent names the (instrumented) driver
+            fastest = default_runner_kind(target) == "persistent" and args.coverage == "none"
+            args.runner = "persistent" if fastest else "process"
+        if args.runner == "persistent":
             # Checked here too, so that a missing driver stops before the campaign starts.
-            from harness.run.persistent import DriverError, persistent_target
+            from harness.run.persistent import DriverError
+            from harness.run.runners import persistent_for
 
             try:
-                coverage_binary = persistent_target(target).driver[0]
+                coverage_binary = persistent_for(target).driver[0]
             except DriverError as error:
-                return _error(f"--persistent: {error}")
+                return _error(f"--runner persistent: {error}")
         if args.coverage != "none":
             # Checked here too, so that a binary without a map stops before the campaign starts.
             from harness.run.coverage import CoverageUnavailable, require_map
@@ -192,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         seed=args.seed,
         libfuzzer_args=list(args.libfuzzer),
-        persistent=args.persistent,
+        runner=args.runner or "process",
         restart_every=args.restart_every,
         env=env,
         stats_interval=args.stats_interval,

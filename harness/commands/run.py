@@ -11,6 +11,7 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    sweep_command,
     target_for_grammar,
     whole_number,
 )
@@ -18,18 +19,25 @@ from harness.commands import (
 EPILOG = """\
 Programs: .mlir files (one program each, or a '// -----' stream), folders of
 them, '-' for a stream on stdin; or, with no input, generate's programs
-(-n/--seed/--engine), rendered for the target.  File programs go to the target
-as they are written.
+(-n/--seed/--engine), rendered for the target.  File programs are read back
+into derivation trees (the grammar's, else another built-in profile's) and
+rendered the way the target reads them (canonical for loom-opt, oracle for
+mlir-opt); a file no grammar parses goes to the target as it is written.
 
-They run in batches through the target's --split-input-file; a batch that
-fails is bisected so that every program gets the outcome it would get alone,
-and every finding comes from a run of its program alone.  Each finding leaves
+They run through --runner (default: the persistent driver where it is built,
+else batches through the target's --split-input-file), --jobs at once; every
+program gets the outcome it would get alone, and every finding is confirmed
+by a run in a fresh process.  Each finding leaves
 crash-<sha1 of the program text>.mlir and .json (whatever its kind) in
 --artifacts, as fuzz does; `loomfuzz triage DIR` reads them.  The folder also
 keeps the sweep's journal (sweep-<fingerprint>.jsonl): the same command run
 again after an interruption (even kill -9) runs only what is left.
 
-Exit status: 0 no finding, 1 findings or an error, 130 interrupted.
+Before the first program the target runs once on a trivial module: a pass
+pipeline or argument it refuses is one line and exit status 2.
+
+Exit status: 0 no finding, 1 findings or an error, 2 the target refuses its
+pipeline or arguments, 130 interrupted.
 """
 
 
@@ -54,10 +62,8 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sources import SourceError, from_files, from_generator
-    from harness.fuzzing.sweep import ShardError, format_summary, parse_shard, run_sweep
-    from harness.run.runner import TargetNotFound
+    from harness.fuzzing.sweep import ShardError, parse_shard
 
     if args.inputs and args.count is not None:
         return _error("give INPUT files or -n/--count (programs to generate), not both")
@@ -72,24 +78,13 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     try:
         if args.inputs:
-            source = from_files(args.inputs)
+            source = from_files(args.inputs, grammar=grammar, style=target.render)
         else:
             source = from_generator(grammar, args.engine, args.seed, args.count or 1000,
                                     target.render)
     except SourceError as error:
         return _error(str(error))
-    try:
-        result = run_sweep(
-            source.count, source.program_at, target, args.artifacts,
-            source=source.identity, shard=shard, batch_size=args.batch_size, jobs=args.jobs,
-            progress=not args.no_progress, origin_of=source.origin_of, label="run",
-        )
-    except (JournalError, TargetNotFound) as error:
-        return _error(str(error))
-    except OSError as error:
-        return _error(f"{error.filename or args.artifacts}: {error.strerror or error}")
-    sys.stderr.flush()
-    print(format_summary(result, "run"), flush=True)
-    if result.interrupted:
-        return 130
-    return 1 if result.findings else 0
+    if source.note:
+        print(f"loomfuzz run: {source.note}", file=sys.stderr)
+    return sweep_command(args, target, source.count, source.program_at, source=source.identity,
+                         shard=shard, origin_of=source.origin_of)

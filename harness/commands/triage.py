@@ -22,8 +22,10 @@ from pathlib import Path
 from harness.commands import (
     TargetError,
     add_grammar_arguments,
+    add_runner_argument,
     add_target_arguments,
     grammar_from_args,
+    probe_pipeline,
     target_for_grammar,
     whole_number,
 )
@@ -47,7 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("words", nargs="*", metavar="INPUT",
                         help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
-    add_target_arguments(parser.add_argument_group("target (as for loomfuzz fuzz)"))
+    target_group = parser.add_argument_group("target (as for loomfuzz fuzz)")
+    add_target_arguments(target_group)
+    add_runner_argument(target_group)
     add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
@@ -112,7 +116,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
     try:
         target = target_for_grammar(args, grammar)
-    except TargetError as error:
+        probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
+    except (TargetError, TargetNotFound) as error:
         return _error(str(error))
     config = TriageConfig(
         inputs=inputs,
@@ -126,6 +131,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         progress=not args.no_progress,
         grammar=grammar,
         batch=not args.no_batch,
+        runner=args.runner,
     )
     try:
         s = run_triage(config)
@@ -145,7 +151,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         f"triage: {s.buckets} bucket(s) ({s.new_buckets} new), {s.flaky} flaky input(s), "
         f"{s.not_reproducing} input(s) not reproducing; {s.bugs} bug(s) "
         f"({s.buckets - s.bugs} bucket(s) folded as duplicates); {s.target_runs} target runs in "
-        f"{s.processes} processes ({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
+        f"{s.processes + 1} processes, the pipeline probe's included "
+        f"({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
         + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
         file=sys.stderr,
     )

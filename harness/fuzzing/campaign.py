@@ -86,7 +86,7 @@ OPTION_ENV: dict[str, str] = {
     "grammar-features": "LOOMFUZZ_GRAMMAR_FEATURES",
     "grammar": "LOOMFUZZ_GRAMMAR",
     "profile": "LOOMFUZZ_PROFILE",
-    "persistent": "LOOMFUZZ_PERSISTENT",
+    "runner": "LOOMFUZZ_RUNNER",
     "restart-every": "LOOMFUZZ_RESTART_EVERY",
 }
 
@@ -376,7 +376,7 @@ class CampaignConfig:
     seed_count: int = 48
     libfuzzer_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child
-    persistent: bool = False  # one long-lived driver (harness.run.persistent)
+    runner: str = "process"  # process | persistent (harness.run.runners)
     restart_every: Optional[int] = None
     stats_interval: Optional[float] = None  # seconds between rows of stats.csv (None: series' default)
 
@@ -461,8 +461,8 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":
             command.append(f"--grammar-features={config.grammar_features}")
-        if config.persistent:
-            command.append("--persistent=on")
+        if config.runner == "persistent":
+            command.append("--runner=persistent")
             if config.restart_every is not None:
                 command.append(f"--restart-every={config.restart_every}")
         if config.grammar:
@@ -621,6 +621,13 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         interrupted = True
     executions, rate_seconds = progress.executions()
     counted = series.worker_executions()
+    restarts, restart_reasons = series.worker_restarts()
+    if restarts is not None and (progress.restarts is None or config.jobs > 1):
+        # fork mode: the workers' summary lines go to libFuzzer's job logs; their rows count
+        progress.restarts = restarts
+        progress.restart_reasons = [", ".join(
+            f"{reason}: {n}" for reason, n in (p.rsplit(":", 1) for p in restart_reasons.split())
+        )] if restart_reasons else []
     if counted is not None and (executions is None or counted > executions):
         # fork mode: libFuzzer does not count the jobs still running when it stops
         executions, rate_seconds = counted, None
@@ -685,9 +692,10 @@ def _throughput_lines(config: CampaignConfig, result: CampaignResult) -> list[st
                      f"({100 * outside / over:.0f}%: mutation, decoding, rendering, judging, libFuzzer)")
     elif result.in_target is not None:
         lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
-    if config.persistent and result.restarts is None:
+    persistent = config.runner == "persistent"
+    if persistent and result.restarts is None:
         lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
-    elif config.persistent:
+    elif persistent:
         reasons = f" ({result.restart_reasons})" if result.restart_reasons else ""
         lines.append(f"  persistent:  {result.restarts} driver restarts{reasons}")
     return lines

@@ -71,17 +71,17 @@ ENV_INTERVAL = "LOOMFUZZ_STATS_INTERVAL"
 
 FINDING_COLUMNS = tuple(f"findings_{kind}" for kind in FINDING_KINDS)
 #: Values a fuzz target may provide with :meth:`WorkerSeries.set`.
-GAUGES = ("grammar_coverage",)
+GAUGES = ("grammar_coverage", "restarts", "restart_reasons")
 
 COLUMNS = (
     "elapsed_s", "executions", "exec_per_s", "corpus", "edges", "grammar_coverage",
-    "findings", *FINDING_COLUMNS, "workers", "unix_time", "final",
+    "findings", *FINDING_COLUMNS, "restarts", "restart_reasons", "workers", "unix_time", "final",
 )
 WORKER_COLUMNS = (
     "unix_time", "worker", "elapsed_s", "executions", "exec_per_s", "edges", "grammar_coverage",
-    "findings", *FINDING_COLUMNS, "final",
+    "findings", *FINDING_COLUMNS, "restarts", "restart_reasons", "final",
 )
-_TEXT_COLUMNS = {"worker"}
+_TEXT_COLUMNS = {"worker", "restart_reasons"}
 
 
 class SeriesError(Exception):
@@ -357,6 +357,8 @@ class Snapshot:
     findings: dict[str, int] = field(default_factory=dict)
     workers: int = 0
     final: bool = False
+    restarts: Optional[int] = None  # persistent driver restarts, all workers (None: not persistent)
+    restart_reasons: str = ""  # "crash:3 timeout:1"
 
     def row(self) -> dict:
         row = {
@@ -368,6 +370,8 @@ class Snapshot:
             "grammar_coverage": self.grammar_coverage,
             "findings": sum(self.findings.values()),
             "workers": self.workers,
+            "restarts": self.restarts,
+            "restart_reasons": self.restart_reasons,
             "unix_time": time.time(),
             "final": int(self.final),
         }
@@ -422,6 +426,21 @@ class CampaignSeries:
         """What the fuzz target processes need to write their rows."""
         return {ENV_PATH: str(self.workers_path.resolve()), ENV_INTERVAL: f"{self.interval:g}"}
 
+    def restart_reasons(self) -> str:
+        """The workers' restart reasons summed: ``crash:3 timeout:1``."""
+        total: dict[str, int] = {}
+        for row in self.tail.latest.values():
+            for part in str(row.get("restart_reasons") or "").split():
+                reason, _, count = part.rpartition(":")
+                if reason and count.isdigit():
+                    total[reason] = total.get(reason, 0) + int(count)
+        return " ".join(f"{k}:{v}" for k, v in sorted(total.items()))
+
+    def worker_restarts(self) -> tuple[Optional[int], str]:
+        """(driver restarts of all workers, their reasons) from the workers' rows."""
+        self.tail.poll()
+        return self.tail.total("restarts"), self.restart_reasons()
+
     def worker_executions(self) -> Optional[int]:
         self.tail.poll()
         return self.tail.total("executions")
@@ -455,6 +474,8 @@ class CampaignSeries:
                 findings=dict(self.findings() if findings is None else findings),
                 workers=self.tail.running(),
                 final=final,
+                restarts=self.tail.total("restarts"),
+                restart_reasons=self.restart_reasons(),
             )
             try:
                 self.file.write(snapshot.row())

@@ -32,6 +32,45 @@ class ProgramSource:
     program_at: Callable[[int], str]
     origin_of: Callable[[int], str]
     identity: str
+    note: str | None = None  # one line for the user (how files were read back)
+
+
+class _Rerenderer:
+    """Program text -> the same program in the target's rendering: parsed back into
+    its derivation tree by the grammar (then by the other built-in profiles'),
+    rendered in ``style``; None when no grammar parses it (it runs as written)."""
+
+    def __init__(self, grammar, style: str) -> None:
+        self.grammar = grammar
+        self.style = style
+        self._others = None
+
+    def _grammars(self):
+        yield self.grammar
+        if self._others is None:
+            from harness.core.grammar import GrammarError, PROFILES, load
+
+            self._others = []
+            for profile in PROFILES:
+                try:
+                    other = load(None, profile)
+                except GrammarError:
+                    continue
+                if other.source != self.grammar.source:
+                    self._others.append(other)
+        yield from self._others
+
+    def __call__(self, text: str) -> str | None:
+        from harness.core.parse import parse
+        from harness.core.render import render
+
+        for grammar in self._grammars():
+            if self.style not in grammar.renderings:
+                continue
+            parsed = parse(text, grammar)
+            if parsed.ok:
+                return render(parsed.tree, grammar, self.style)
+        return None
 
 
 def split_stream(text: str) -> list[str]:
@@ -43,9 +82,18 @@ def split_stream(text: str) -> list[str]:
     return [p for p in pieces if p.strip()]
 
 
-def from_files(paths: Sequence[str], stdin=None) -> ProgramSource:
+def from_files(paths: Sequence[str], stdin=None, *, grammar=None, style: str | None = None
+               ) -> ProgramSource:
     """Programs of ``.mlir`` files (each one program or a ``// -----`` stream),
-    folders (their ``.mlir`` files, recursively, sorted) and ``-`` (stdin, a stream)."""
+    folders (their ``.mlir`` files, recursively, sorted) and ``-`` (stdin, a stream).
+
+    With ``grammar`` and ``style`` (the target's rendering), each program is
+    read back into its derivation tree and rendered in ``style``: a corpus
+    written in the canonical rendering runs against ``mlir-opt`` (oracle) and
+    the other way round.  A program no built-in profile's grammar parses runs
+    as written."""
+    rerender = _Rerenderer(grammar, style) if grammar is not None and style else None
+    rendered = 0
     programs: list[str] = []
     origins: list[str] = []
     digest = hashlib.sha256()
@@ -75,14 +123,22 @@ def from_files(paths: Sequence[str], stdin=None) -> ProgramSource:
             if not any(piece.strip() for piece in pieces):
                 raise SourceError(f"{name}: no program in it (empty)")
             for k, piece in enumerate(pieces, 1):
-                programs.append(piece)
-                origins.append(name if len(pieces) == 1 else f"{name}#{k}")
                 digest.update(hashlib.sha256(piece.encode("utf-8")).digest())
+                text = rerender(piece) if rerender is not None else None
+                if text is not None:
+                    rendered += 1
+                programs.append(piece if text is None else text)
+                origins.append(name if len(pieces) == 1 else f"{name}#{k}")
+    note = None
+    if rerender is not None:
+        note = (f"{rendered:,} of {len(programs):,} programs read back as programs of a grammar and "
+                f"rendered in the target's {style} rendering; {len(programs) - rendered:,} run as written")
     return ProgramSource(
         count=len(programs),
         program_at=programs.__getitem__,
         origin_of=origins.__getitem__,
-        identity=f"files sha256={digest.hexdigest()}",
+        identity=f"files sha256={digest.hexdigest()}" + (f" render={style}" if rerender else ""),
+        note=note,
     )
 
 

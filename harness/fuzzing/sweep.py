@@ -1,9 +1,9 @@
-"""Sweeps: run every program of an indexed source once, in batches, resumably.
+"""Sweeps: run every program of an indexed source once, resumably.
 
 :func:`run_sweep` takes ``count`` programs from ``program_at(index)`` (indices
-``start .. start + count - 1``, or one shard of them), runs them against a
-target in batches (:mod:`harness.run.batch`: each program gets the outcome it
-would get alone), writes every finding into the artifacts folder the way
+``start .. start + count - 1``, or one shard of them), runs them through a
+runner (:mod:`harness.run.runners`: each program gets the outcome it would
+get alone), writes every finding into the artifacts folder the way
 ``fuzz`` does (``crash-<sha1 of the program text>.mlir`` and ``.json``, for
 every kind of finding), and keeps a journal there
 (:mod:`harness.fuzzing.journal`) so that a sweep killed at any point, even by
@@ -24,14 +24,12 @@ import os
 import sys
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 from harness.fuzzing.journal import SweepJournal
-from harness.run.batch import BatchReport, BatchSizer, run_batch
-from harness.run.runner import Target, write_finding
+from harness.run.runners import Program, Result, Runner
 
 __all__ = [
     "SHARD_ENVIRONMENT",
@@ -43,6 +41,11 @@ __all__ = [
     "parse_shard",
     "run_sweep",
 ]
+
+#: Programs per journal line.
+JOURNAL_EVERY = 256
+#: ... and at least this often (seconds).
+JOURNAL_SECONDS = 2.0
 
 #: Where ``--shard auto/N`` finds K, first set wins.
 SHARD_ENVIRONMENT = ("JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID")
@@ -114,7 +117,11 @@ class SweepResult:
     findings: list[dict] = field(default_factory=list)  # the whole range, by index
     processes: int = 0  # target processes this call started
     seconds: float = 0.0  # this call's wall time
-    batch_size: int = 0  # the last batch size used
+    runner: str = "batch"
+    jobs: int = 1
+    executions: int = 0  # programs sent to the target by this call, confirmations included
+    restarts: str | None = None  # driver restarts: total (reasons; per worker)
+    batch_size: int = 0  # the last batch size used (batch runner)
     automatic: bool = True
     interrupted: bool = False
     warning: str | None = None
@@ -135,39 +142,40 @@ class SweepResult:
 def run_sweep(
     count: int,
     program_at: Callable[[int], str],
-    target: Target,
+    runner: Runner,
     artifacts: Path | str,
     *,
     source: str,
     start: int = 0,
     shard: Shard | None = None,
-    batch_size: int | None = None,
-    jobs: int = 1,
     progress: bool = True,
     origin_of: Callable[[int], str] | None = None,
     label: str = "sweep",
+    journal_every: int = JOURNAL_EVERY,
 ) -> SweepResult:
-    """Run programs ``start .. start + count - 1`` (or ``shard``'s part of them).
+    """Run programs ``start .. start + count - 1`` (or ``shard``'s part of them)
+    through ``runner`` (:mod:`harness.run.runners`: process, batch or persistent,
+    its own ``jobs``).
 
     ``source`` names the program source for the journal (the same source,
     range and target resume the same journal: pass everything that changes
     which text an index stands for, e.g. ``"enumerate profile=default
-    render=canonical"``).  ``batch_size`` None: automatic
-    (:class:`~harness.run.batch.BatchSizer`); 1: one process per program.
-    ``jobs`` batches run at once.  ``origin_of(index)`` is recorded with each
-    finding (e.g. the file it came from).  Raises ``JournalError`` and the
-    runner's ``TargetNotFound``; Ctrl-C stops after the batches under way
-    are journaled (``interrupted``).
+    render=canonical"``).  Results are journaled every ``journal_every``
+    programs (batch by batch for a batch runner), and at least every
+    ``JOURNAL_SECONDS``.  ``origin_of(index)`` is recorded with each finding (e.g. the
+    file it came from).  Raises ``JournalError`` and the runner's
+    ``TargetNotFound``; Ctrl-C stops after the results under way are
+    journaled (``interrupted``).
     """
+    target = runner.target
     artifacts = Path(artifacts)
     artifacts.mkdir(parents=True, exist_ok=True)
     part = shard.part(start, count) if shard else range(start, start + count)
     identity = {"source": source, "range": [part.start, part.stop], "target": target.to_json()}
     journal = SweepJournal.open(artifacts, identity)
-    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard,
-                         automatic=batch_size is None)
+    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, runner=runner.kind,
+                         jobs=runner.jobs)
     result.resumed = journal.done_count
-    sizer = BatchSizer(target.timeout, batch_size)
     began = time.monotonic()
 
     bar = None
@@ -177,93 +185,69 @@ def run_sweep(
         bar = tqdm(total=len(part), initial=result.resumed, unit="prog", desc=label,
                    file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
 
-    def finish(lo: int, hi: int, texts: list[str], report: BatchReport, seconds: float) -> None:
+    sizer = getattr(runner, "sizer", None)
+    pending: list[Result] = []
+    marks = {"processes": 0, "time": time.monotonic()}
+
+    def flush() -> None:
+        if not pending:
+            return
+        lo, hi = pending[0].program.key, pending[-1].program.key + 1
         outcomes: Counter = Counter()
         findings = []
-        for index, text, r in zip(range(lo, hi), texts, report.results):
+        for r in pending:
+            index, text = r.program.key, r.program.text
             outcomes[r.outcome.kind.value] += 1
             if r.verdict.finding:
                 name = finding_name(text)
-                write_finding(artifacts, name, text, target, r.verdict)
+                r.write_finding(artifacts, name, target)
                 record = {"index": index, "name": name, "kind": r.verdict.kind,
                           "outcome": r.outcome.kind.value, "why": r.verdict.why}
                 if origin_of is not None:
                     record["origin"] = origin_of(index)
                 findings.append(record)
-        journal.record(lo, hi, outcomes, findings, report.processes, seconds)
-        sizer.record(report, hi - lo)
+        now = time.monotonic()
+        processes = runner.stats.processes
+        journal.record(lo, hi, outcomes, findings, processes - marks["processes"], now - marks["time"])
+        marks.update(processes=processes, time=now)
         result.run_now += hi - lo
-        result.processes += report.processes
         if bar is not None:
             bar.update(hi - lo)
-            bar.set_postfix(findings=len(journal.findings), batch=sizer.size, refresh=False)
+            bar.set_postfix(findings=len(journal.findings), refresh=False)
+        pending.clear()
 
-    def cut():
+    def programs():
         for lo, hi in journal.remaining(part.start, part.stop):
-            at = lo
-            while at < hi:
-                size = min(sizer.size, hi - at)
-                yield at, at + size
-                at += size
-
-    def run_one(lo: int, hi: int, texts: list[str]) -> tuple[BatchReport, float]:
-        t0 = time.monotonic()
-        report = run_batch(target, texts, sizer.batch_timeout)
-        return report, time.monotonic() - t0
+            for index in range(lo, hi):
+                yield Program(index, program_at(index))
 
     try:
-        if jobs <= 1:
-            for lo, hi in cut():
-                texts = [program_at(i) for i in range(lo, hi)]
-                report, seconds = run_one(lo, hi, texts)
-                finish(lo, hi, texts, report, seconds)
-        else:
-            _run_parallel(cut(), program_at, run_one, finish, jobs)
+        for r in runner.run(programs()):
+            if pending and r.program.key != pending[-1].program.key + 1:
+                flush()  # a gap: journal ranges are contiguous
+            pending.append(r)
+            # a batch runner journals batch by batch, as it runs them
+            unit = sizer.size if sizer is not None else journal_every
+            if len(pending) >= unit or time.monotonic() - marks["time"] > JOURNAL_SECONDS:
+                flush()
+        flush()
     except KeyboardInterrupt:
         result.interrupted = True
+        flush()
     finally:
         if bar is not None:
             bar.close()
     result.seconds = time.monotonic() - began
     result.outcomes = Counter(journal.outcomes)
     result.findings = sorted(journal.findings, key=lambda f: f["index"])
-    result.batch_size = sizer.size
-    result.warning = sizer.warning
+    result.processes = runner.stats.processes
+    result.executions = runner.stats.executions
+    result.restarts = runner.stats.describe_restarts() if runner.kind != "process" else None
+    if sizer is not None:
+        result.batch_size = sizer.size
+        result.automatic = sizer.fixed is None
+        result.warning = sizer.warning
     return result
-
-
-def _run_parallel(batches, program_at, run_one, finish, jobs: int) -> None:
-    """Up to ``jobs`` batches at once; results journaled in completion order."""
-    in_flight: dict[Future, tuple[int, int, list[str]]] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        try:
-            exhausted = False
-            while True:
-                while not exhausted and len(in_flight) < jobs:
-                    nxt = next(batches, None)
-                    if nxt is None:
-                        exhausted = True
-                        break
-                    lo, hi = nxt
-                    texts = [program_at(i) for i in range(lo, hi)]
-                    in_flight[pool.submit(run_one, lo, hi, texts)] = (lo, hi, texts)
-                if not in_flight:
-                    return
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    lo, hi, texts = in_flight.pop(future)
-                    report, seconds = future.result()
-                    finish(lo, hi, texts, report, seconds)
-        except KeyboardInterrupt:
-            # the batches under way finish (each within the target's timeout) and are journaled
-            for future in list(in_flight):
-                lo, hi, texts = in_flight.pop(future)
-                try:
-                    report, seconds = future.result()
-                except Exception:
-                    continue
-                finish(lo, hi, texts, report, seconds)
-            raise
 
 
 # ------------------------------------------------------------------ summary
@@ -277,9 +261,14 @@ def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20)
         where += f", shard {result.shard}"
     lines.append(f"  programs:   {result.programs:,} ({where}); {result.run_now:,} run now, "
                  f"{result.resumed:,} done before (journal {result.journal})")
-    size = f"{result.batch_size}, automatic" if result.automatic else f"{result.batch_size}"
-    lines.append(f"  processes:  {result.processes:,} for {result.run_now:,} programs (batch size {size}); "
+    how = f"runner {result.runner}, {result.jobs} job{'s' if result.jobs != 1 else ''}"
+    if result.runner == "batch":
+        how += f", batch size {result.batch_size}" + (", automatic" if result.automatic else "")
+    lines.append(f"  runs:       {result.executions:,} executions in {result.processes:,} processes for "
+                 f"{result.run_now:,} programs ({how}); "
                  f"{result.programs_per_second:,.1f} programs/s over {result.seconds:.1f} s")
+    if result.restarts is not None:
+        lines.append(f"  restarts:   {result.restarts}")
     if result.interrupted:
         lines.append(f"  interrupted: {result.programs - sum(result.outcomes.values()):,} programs "
                      "not run yet; the same command resumes")

@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from harness.run.runner import (
     Outcome,
@@ -103,6 +103,9 @@ class BatchReport:
     #: bisections after which no program of the batch was a finding: batching
     #: itself went wrong (a target without --split-input-file, a slow batch)
     needless_bisections: int = 0
+    #: per program, in input order: the times it went to the target
+    executions: list[int] = field(default_factory=list)
+    fallbacks: int = 0  # unclean batches run program by program through the fallback
 
     @property
     def findings(self) -> int:
@@ -139,7 +142,13 @@ def join_programs(texts: Sequence[str]) -> tuple[str, list[int]]:
     return "".join(parts), starts
 
 
-def run_alone(target: Target, text: str) -> ProgramResult:
+Judge = Callable[[Target, str, Outcome], Verdict]
+#: Runs the programs of the given indices one by one (e.g. through a persistent
+#: driver): (result, executions) each.
+Fallback = Callable[[list[int]], list[tuple[ProgramResult, int]]]
+
+
+def run_alone(target: Target, text: str, judge: Judge = judge) -> ProgramResult:
     """One program, one process: exactly what ``fuzz`` and ``triage`` do."""
     outcome = run_program(target, text)
     return ProgramResult(outcome, judge(target, text, outcome), alone=True)
@@ -213,8 +222,8 @@ def _renumber(lines: list[str], start: int, end: int) -> str | None:
     return None if bad else text
 
 
-def _shares(target: Target, texts: Sequence[str], starts: list[int], outcome: Outcome
-            ) -> list[ProgramResult | None] | None:
+def _shares(target: Target, texts: Sequence[str], starts: list[int], outcome: Outcome,
+            judge: Judge = judge) -> list[ProgramResult | None] | None:
     """Per-program results read off a batch run; None for the whole batch when it
     cannot be read with confidence, None for one program that must run alone."""
     n = len(texts)
@@ -251,7 +260,8 @@ def _shares(target: Target, texts: Sequence[str], starts: list[int], outcome: Ou
 
 
 def run_batch(target: Target, texts: Sequence[str],
-              batch_timeout: Callable[[int], float] | None = None) -> BatchReport:
+              batch_timeout: Callable[[int], float] | None = None, *, judge: Judge = judge,
+              fallback: Optional[Fallback] = None) -> BatchReport:
     """Run ``texts`` in as few processes as the results allow (see the module doc).
 
     One text, or texts that cannot share a process, run alone.  The results
@@ -259,39 +269,55 @@ def run_batch(target: Target, texts: Sequence[str],
     a batch of n programs (capped at ``target.timeout``; default: that
     timeout): a shorter one only makes a hang cost less to find, since a
     batch that times out is bisected and single programs run alone under
-    ``target.timeout``.
+    ``target.timeout``.  ``judge`` judges every share and run (default: the
+    expectations).  With ``fallback``, a batch that cannot be read is not
+    bisected: its programs go to ``fallback`` one by one (a persistent
+    driver: a crash-heavy run does not fall apart into single processes).
     """
     report = BatchReport(results=[None] * len(texts))  # type: ignore[list-item]
+    report.executions = [0] * len(texts)
     shared = [k for k, t in enumerate(texts) if batchable(t)]
     for k in sorted(set(range(len(texts))) - set(shared)):
-        report.results[k] = run_alone(target, texts[k])
-        report.processes += 1
-        report.alone += 1
+        _alone(target, texts, k, report, judge)
     if shared:
-        _run_shared(_batch_target(target), target, texts, shared, report, batch_timeout)
+        _run_shared(_batch_target(target), target, texts, shared, report, batch_timeout, judge,
+                    fallback)
     return report
+
+
+def _alone(target: Target, texts: Sequence[str], k: int, report: BatchReport, judge: Judge) -> None:
+    report.results[k] = run_alone(target, texts[k], judge)
+    report.processes += 1
+    report.alone += 1
+    report.executions[k] += 1
 
 
 def _run_shared(batch_target: Target, target: Target, texts: Sequence[str],
                 indices: list[int], report: BatchReport,
-                batch_timeout: Callable[[int], float] | None) -> None:
+                batch_timeout: Callable[[int], float] | None, judge: Judge,
+                fallback: Optional[Fallback]) -> None:
     if len(indices) == 1:
-        k = indices[0]
-        report.results[k] = run_alone(target, texts[k])
-        report.processes += 1
-        report.alone += 1
+        _alone(target, texts, indices[0], report, judge)
         return
     chunk_texts = [texts[k] for k in indices]
     joined, starts = join_programs(chunk_texts)
     limit = min(target.timeout, batch_timeout(len(indices))) if batch_timeout else target.timeout
     outcome = run_program(dataclasses.replace(batch_target, timeout=limit), joined)
     report.processes += 1
-    shares = _shares(target, chunk_texts, starts, outcome)
+    for k in indices:
+        report.executions[k] += 1
+    shares = _shares(target, chunk_texts, starts, outcome, judge)
+    if shares is None and fallback is not None:
+        report.fallbacks += 1
+        for k, (result, runs) in zip(indices, fallback(indices)):
+            report.results[k] = result
+            report.executions[k] += runs
+        return
     if shares is None:
         report.bisections += 1
         half = len(indices) // 2
-        _run_shared(batch_target, target, texts, indices[:half], report, batch_timeout)
-        _run_shared(batch_target, target, texts, indices[half:], report, batch_timeout)
+        _run_shared(batch_target, target, texts, indices[:half], report, batch_timeout, judge, None)
+        _run_shared(batch_target, target, texts, indices[half:], report, batch_timeout, judge, None)
         if not any(report.results[k].verdict.finding for k in indices):
             report.needless_bisections += 1
         return
@@ -300,10 +326,9 @@ def _run_shared(batch_target: Target, target: Target, texts: Sequence[str],
     report.clean_seconds += outcome.duration
     for k, share in zip(indices, shares):
         if share is None:
-            share = run_alone(target, texts[k])
-            report.processes += 1
-            report.alone += 1
-        report.results[k] = share
+            _alone(target, texts, k, report, judge)
+        else:
+            report.results[k] = share
 
 
 class BatchSizer:
@@ -348,6 +373,9 @@ class BatchSizer:
         self.slack = self.SLACK
         self.warning: str | None = None
         self._fruitless = 0
+        #: False when an unclean batch goes to a persistent fallback instead of
+        #: being bisected: findings then cost no bisection, the size stays up.
+        self.cap_by_findings = True
 
     def batch_timeout(self, n: int) -> float:
         if self.per_program is None:
@@ -380,6 +408,6 @@ class BatchSizer:
         if self.per_program:
             goal = min(self.TARGET_SECONDS, self.timeout / 4)
             size = min(max(1, int(goal / self.per_program)), 2 * self.size)
-        if self.finding_rate > 0:
+        if self.finding_rate > 0 and self.cap_by_findings:
             size = min(size, max(1, int(0.5 / self.finding_rate)))
         self.size = max(1, min(size, self.MAX_SIZE))

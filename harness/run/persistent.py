@@ -65,7 +65,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional
 
 from harness.run.runner import (
     Outcome,
@@ -85,6 +85,7 @@ __all__ = [
     "DEFAULT_RESTART_EVERY",
     "DRIVER_ENV",
     "LOOM_DRIVER_ENV",
+    "PersistentEvidence",
     "PersistentRunner",
     "PersistentStats",
     "PersistentTarget",
@@ -92,7 +93,6 @@ __all__ = [
     "default_driver_path",
     "find_driver",
     "persistent_target",
-    "run_programs",
 ]
 
 DEFAULT_RESTART_EVERY = 10_000
@@ -104,9 +104,13 @@ START_TIMEOUT = 60.0  # registering every dialect and pass takes well under a se
 
 HELLO = b"LFD1"
 RESULT = b"LFR1"
+ZYGOTE = b"LFZ1"  # --fork-server: the initialised process is ready to fork workers
+WORKER = b"LFC1"  # + pid: a fresh worker is ready
+ENDED = b"LFX1"  # + wait status: the worker ended
+RETIRE = 0xFFFFFFFF  # a program length that retires the worker
 _U32 = struct.Struct("<I")
 _READ_SYSCALL = {"aarch64": b"63", "arm64": b"63"}.get(os.uname().machine, b"0")  # x86_64: 0
-_RESULT_HEAD = struct.Struct("<4sIII")  # magic, sequence, status, diagnostics length
+_RESULT_REST = struct.Struct("<III")  # after the magic: sequence, status, diagnostics length
 
 
 class DriverError(TargetNotFound):
@@ -157,6 +161,9 @@ class PersistentTarget:
     driver: tuple[str, ...]
     restart_every: int = DEFAULT_RESTART_EVERY
     start_timeout: float = START_TIMEOUT
+    #: The driver runs with --fork-server: a crash costs a fork, and a finding
+    #: is confirmed as the first program of a freshly forked worker.
+    fork_server: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver", tuple(self.driver))
@@ -164,7 +171,8 @@ class PersistentTarget:
             raise ValueError("restart_every must be at least 1")
 
     def to_json(self) -> dict:
-        return {"driver": list(self.driver), "restart_every": self.restart_every}
+        return {"driver": list(self.driver), "restart_every": self.restart_every,
+                "fork_server": self.fork_server}
 
 
 def _needs_output(target: Target) -> bool:
@@ -172,11 +180,12 @@ def _needs_output(target: Target) -> bool:
 
 
 def persistent_target(
-    process: Target, driver: Optional[str] = None, *, restart_every: int = DEFAULT_RESTART_EVERY
+    process: Target, driver: Optional[str] = None, *, restart_every: int = DEFAULT_RESTART_EVERY,
+    fork_server: bool = True,
 ) -> PersistentTarget:
     """The persistent form of ``process``: the driver gets ``process``'s
     arguments (the same flags as ``mlir-opt``), plus ``--emit-output`` when
-    the expectations check the output."""
+    the expectations check the output, and ``--fork-server`` (the default)."""
     binary = driver or find_driver(process.name)
     if not binary:
         if process.name == "mlir-opt":
@@ -189,7 +198,10 @@ def persistent_target(
             "loomfuzz-mlir-driver built in loom's tree (README: Persistent targets)"
         )
     extra = ("--emit-output",) if _needs_output(process) else ()
-    return PersistentTarget(process, (binary, *process.argv[1:], *extra), restart_every)
+    if fork_server:
+        extra += ("--fork-server",)
+    return PersistentTarget(process, (binary, *process.argv[1:], *extra), restart_every,
+                            fork_server=fork_server)
 
 
 # -------------------------------------------------------------------- stats
@@ -198,7 +210,8 @@ def persistent_target(
 @dataclass
 class PersistentStats:
     programs: int = 0  # answered, crashed or timed out: each counted once
-    starts: int = 0
+    starts: int = 0  # drivers started (exec)
+    workers: int = 0  # fork-server workers forked
     restarts: Counter = field(default_factory=Counter)  # reason -> count
     seconds_in_target: float = 0.0  # from sending a program to its answer (or death)
     seconds_starting: float = 0.0  # from starting a driver to its LFD1
@@ -225,23 +238,32 @@ class PersistentRunner:
     """Runs programs through one driver at a time, restarting it as needed.
 
     ``env`` is added to the driver's environment on top of the target's
-    (e.g. the AFL++ map of :mod:`harness.run.coverage`).  Use as a context
-    manager, or call :meth:`close`.
+    (e.g. the AFL++ map of :mod:`harness.run.coverage`).  ``judge`` judges
+    every outcome (default :func:`harness.run.runner.judge`; the wrong-code
+    oracle plugs in here).  Use as a context manager, or call :meth:`close`.
+
+    With a fork-server driver (``target.fork_server``) the driver process is
+    a zygote and programs go to its current worker: a worker that crashes,
+    hangs (killed with its process group) or is retired is replaced by a
+    fresh fork, and the driver itself is restarted only when it dies.
     """
 
     def __init__(
-        self, target: PersistentTarget, env: Optional[Mapping[str, str]] = None, *, settle: bool = False
+        self, target: PersistentTarget, env: Optional[Mapping[str, str]] = None, *,
+        settle: bool = False, judge: Callable[[Target, str, Outcome], Verdict] = judge,
     ) -> None:
         self.target = target
         # With a coverage map: return from run() only once the driver waits in
         # read() for the next program, so that the tail of this iteration
         # (after its answer) lands in this program's map, not racing the reader.
         self.settle = settle
+        self.judge = judge
         self.extra_env = dict(env or {})
         self.stats = PersistentStats()
         self.proc: Optional[subprocess.Popen] = None
-        self.history: list[str] = []  # programs sent to the current driver, in order
-        self.answered = 0  # programs the current driver answered
+        self.worker: Optional[int] = None  # the fork server's current worker (pid)
+        self.history: list[str] = []  # programs sent to the current driver or worker, in order
+        self.answered = 0  # programs the current driver or worker answered
         self._stderr = None  # the driver's stderr: a temporary file
         self._buffer = b""
         self.last_position = 0  # of the last program, since its driver started
@@ -270,24 +292,44 @@ class PersistentRunner:
         self._buffer = b""
         self.history = []
         self.answered = 0
+        self.worker = None
+        expected = ZYGOTE if self.target.fork_server else HELLO
         try:
-            hello = self._read(len(HELLO), time.monotonic() + self.target.start_timeout)
+            hello = self._read(len(expected), time.monotonic() + self.target.start_timeout)
         except (EOFError, TimeoutError) as error:
             message = self._stderr_since(0).strip().splitlines()
             self._stop()
             errors = [line for line in message if "error: " in line]
             detail = (errors or message or [str(error) or type(error).__name__])[-1 if not errors else 0]
             raise DriverError(f"driver {self.target.driver[0]} did not start: {detail}") from None
-        if hello != HELLO:
+        if hello != expected:
             self._stop()
             raise DriverError(f"driver {self.target.driver[0]} does not speak the protocol "
-                              f"(it began with {hello!r}, not {HELLO!r})")
+                              f"(it began with {hello!r}, not {expected!r})")
         self.stats.starts += 1
+        self.stats.seconds_starting += time.monotonic() - started
+
+    def _await_worker(self) -> None:
+        """Read the next fork-server worker's greeting (``LFC1`` + pid)."""
+        started = time.monotonic()
+        try:
+            head = self._read(8, started + self.target.start_timeout)
+        except (EOFError, TimeoutError):
+            self._stop()
+            raise DriverError(f"driver {self.target.driver[0]} forked no worker") from None
+        magic, pid = head[:4], _U32.unpack(head[4:])[0]
+        if magic != WORKER:
+            self.restart("protocol error")
+            raise DriverError(f"driver {self.target.driver[0]} broke the protocol: {magic!r} "
+                              f"instead of {WORKER!r}")
+        self.worker = pid
+        self.stats.workers += 1
         self.stats.seconds_starting += time.monotonic() - started
 
     def _stop(self) -> None:
         """End the driver (EOF, then SIGKILL to its group) and drop its pipes."""
         proc, self.proc = self.proc, None
+        worker, self.worker = self.worker, None
         if proc is not None:
             try:
                 proc.stdin.close()
@@ -298,6 +340,8 @@ class PersistentRunner:
             except subprocess.TimeoutExpired:
                 pass
             _kill_group(proc.pid)
+            if worker is not None:
+                _kill_group(worker)  # in a group of its own; it would die with the zygote anyway
             proc.wait()
             proc.stdout.close()
         if self._stderr is not None:
@@ -305,9 +349,21 @@ class PersistentRunner:
             self._stderr = None
 
     def restart(self, reason: str) -> None:
-        """Stop the driver; the next program starts a new one."""
-        if self.proc is not None:
-            self.stats.restarts[reason] += 1
+        """Stop the driver (fork server: retire its worker); the next program
+        starts a new one."""
+        if self.proc is None:
+            return
+        self.stats.restarts[reason] += 1
+        if self.target.fork_server and self.worker is not None:
+            try:
+                self.proc.stdin.write(_U32.pack(RETIRE))
+                self.proc.stdin.flush()
+                head = self._read(8, time.monotonic() + 10.0)
+                if head[:4] == ENDED:
+                    self.worker = None
+                    return
+            except (OSError, EOFError, TimeoutError):
+                pass
         self._stop()
 
     def close(self) -> None:
@@ -321,6 +377,9 @@ class PersistentRunner:
 
     @property
     def pid(self) -> Optional[int]:
+        """The process that runs the programs: the worker of a fork server, else the driver."""
+        if self.worker is not None:
+            return self.worker
         return self.proc.pid if self.proc is not None else None
 
     # -- pipes ----------------------------------------------------------------
@@ -362,6 +421,12 @@ class PersistentRunner:
             self.restart(f"every {self.target.restart_every}")
         if self.proc is None:
             self._start()
+        # A fork server's next worker is greeted after the program is on its way:
+        # the program waits in the pipe while the fork happens (no round trip).
+        greet = self.target.fork_server and self.worker is None
+        if greet:
+            self.history = []
+            self.answered = 0
         process = self.target.process
         data = text.encode("utf-8")
         offset = self._stderr_size()
@@ -372,10 +437,15 @@ class PersistentRunner:
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died between programs; the read below sees EOF and its stderr
+        if greet:
+            self._await_worker()
         deadline = start + process.timeout
         try:
-            head = self._read(_RESULT_HEAD.size, deadline)
-            magic, sequence, status, diag_len = _RESULT_HEAD.unpack(head)
+            magic = self._read(4, deadline)
+            if magic == ENDED and self.target.fork_server:
+                (status,) = _U32.unpack(self._read(4, deadline))
+                return self._worker_ended(status, start, offset)
+            sequence, status, diag_len = _RESULT_REST.unpack(self._read(_RESULT_REST.size, deadline))
             if magic != RESULT or sequence != self.answered + 1 or status > 1:
                 raise DriverError(
                     f"driver {self.target.driver[0]} broke the protocol: answer {magic!r} "
@@ -409,7 +479,7 @@ class PersistentRunner:
 
     def _wait_for_read(self, limit: float = 1.0) -> None:
         """Until the driver blocks in read(2) again (/proc/PID/syscall), at most ``limit`` s."""
-        path = f"/proc/{self.proc.pid}/syscall"
+        path = f"/proc/{self.pid}/syscall"
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             try:
@@ -420,6 +490,27 @@ class PersistentRunner:
                 return  # no /proc, no permission or gone: nothing to wait for
             time.sleep(0.0002)
 
+    def _ended(self, returncode: int, start: float, offset: int, *, timed_out: bool = False) -> Outcome:
+        """The outcome of a program whose process died (``returncode`` as Popen's)."""
+        duration = time.monotonic() - start
+        stderr = self._stderr_since(offset)
+        timeout = self.target.process.timeout
+        kind, code, sig, reason = classify(returncode, stderr, timed_out=timed_out, timeout=timeout)
+        if kind in (OutcomeKind.ACCEPTED, OutcomeKind.REJECTED):
+            # It exited without answering: a crash of the driver whatever the status.
+            kind, reason = OutcomeKind.CRASH, f"the driver exited with status {returncode} without answering"
+        self.stats.programs += 1
+        self.stats.seconds_in_target += duration
+        return Outcome(kind, code, sig, "", stderr, duration, reason)
+
+    def _worker_ended(self, status: int, start: float, offset: int, *, timed_out: bool = False) -> Outcome:
+        """A fork-server worker ended while running a program: the zygote forks the next one."""
+        self.worker = None
+        returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        outcome = self._ended(returncode, start, offset, timed_out=timed_out)
+        self.stats.restarts["timeout" if timed_out else outcome.kind.value] += 1
+        return outcome
+
     def _died(self, start: float, offset: int) -> Outcome:
         proc = self.proc
         try:
@@ -427,44 +518,43 @@ class PersistentRunner:
         except subprocess.TimeoutExpired:  # closed stdout but lives on: make it a crash
             _kill_group(proc.pid)
             returncode = proc.wait()
-        duration = time.monotonic() - start
-        stderr = self._stderr_since(offset)
-        kind, code, sig, reason = classify(returncode, stderr)
-        if kind in (OutcomeKind.ACCEPTED, OutcomeKind.REJECTED):
-            # It exited without answering: a crash of the driver whatever the status.
-            kind, reason = OutcomeKind.CRASH, f"the driver exited with status {returncode} without answering"
-        self.stats.programs += 1
-        self.stats.seconds_in_target += duration
-        self.restart(kind.value)
-        return Outcome(kind, code, sig, "", stderr, duration, reason)
+        outcome = self._ended(returncode, start, offset)
+        self.restart(outcome.kind.value)
+        return outcome
 
     def _timed_out(self, start: float, offset: int) -> Outcome:
+        if self.target.fork_server and self.worker is not None:
+            _kill_group(self.worker)  # the worker and what it started; the zygote reports it
+            try:
+                head = self._read(8, time.monotonic() + 10.0)
+            except (EOFError, TimeoutError):
+                head = b""
+            if head[:4] == ENDED:
+                return self._worker_ended(_U32.unpack(head[4:])[0], start, offset, timed_out=True)
         proc = self.proc
         _kill_group(proc.pid)
         returncode = proc.wait()
-        duration = time.monotonic() - start
-        stderr = self._stderr_since(offset)
-        timeout = self.target.process.timeout
-        kind, code, sig, reason = classify(returncode, stderr, timed_out=True, timeout=timeout)
-        self.stats.programs += 1
-        self.stats.seconds_in_target += duration
+        outcome = self._ended(returncode, start, offset, timed_out=True)
         self.restart("timeout")
-        return Outcome(kind, code, sig, "", stderr, duration, reason)
+        return outcome
 
     # -- judging, with confirmation -------------------------------------------
 
     def run_judged(self, text: str) -> Verdict:
         """Run and judge ``text``; a finding is re-run in a fresh process.
 
-        Returns the fresh process's verdict when it confirms a finding (what
+        Fresh process: with a fork server, a newly forked worker (the program
+        is its first); a finding that was already the first program of its
+        worker needs no second run.  Otherwise, the process-per-input target.
+        Returns the fresh run's verdict when it confirms a finding (what
         process mode would report), else the persistent verdict marked
         ``persistent_only``.  ``self.last_position`` is the program's
-        position since its driver started (1-based), and
+        position since its driver (worker) started (1-based), and
         ``self.last_history`` the programs before it, for the sidecar.
         """
         process = self.target.process
         outcome = self.run(text)
-        verdict = judge(process, text, outcome)
+        verdict = self.judge(process, text, outcome)
         # history is reset only when the next driver starts: after a death it
         # still holds the programs that led to it
         position = len(self.history)
@@ -472,11 +562,18 @@ class PersistentRunner:
         if not verdict.finding:
             return verdict
         self.last_history = self.history[:-1]
+        if self.target.fork_server and position == 1:
+            return verdict  # it ran in a process that had run nothing before: confirmed
         started = time.monotonic()
-        fresh = run_program(process, text)
+        if self.target.fork_server:
+            if self.worker is not None:
+                self.restart("confirmation")
+            fresh = self.run(text)
+        else:
+            fresh = run_program(process, text)
         self.stats.confirmations += 1
         self.stats.seconds_confirming += time.monotonic() - started
-        fresh_verdict = judge(process, text, fresh)
+        fresh_verdict = self.judge(process, text, fresh)
         if fresh_verdict.finding:
             return fresh_verdict
         self.stats.persistent_only += 1
@@ -487,31 +584,44 @@ class PersistentRunner:
                 f"{fresh.reason}; program {position} since the driver started)",
         )
 
+    def evidence(self) -> "PersistentEvidence":
+        """What a persistent-only finding's sidecar says of the last program judged:
+        taken now, before the driver runs anything else."""
+        return PersistentEvidence(self.target, self.last_position, tuple(self.last_history))
+
+    def write_finding(self, directory, name: str, text: str, verdict: Verdict,
+                      extra: dict | None = None) -> None:
+        """:meth:`PersistentEvidence.write_finding` for the last program judged."""
+        self.evidence().write_finding(directory, name, text, verdict, extra)
+
+
+@dataclass(frozen=True)
+class PersistentEvidence:
+    """The driver's part of a persistent-only finding: the driver, the program's
+    position since its driver (worker) started, the programs before it."""
+
+    target: PersistentTarget
+    position: int
+    history: tuple[str, ...]
+
     def write_finding(self, directory, name: str, text: str, verdict: Verdict,
                       extra: dict | None = None) -> None:
         """:func:`harness.run.runner.write_finding` plus, for a persistent-only
-        finding, the driver's part: ``persistent`` in ``NAME.json`` (driver
-        command line, position, restart interval, history file) and
-        ``NAME.history.txt`` (the programs before it since the driver started);
-        ``extra``'s keys go into ``NAME.json`` too."""
+        finding, ``persistent`` in ``NAME.json`` (driver command line, position,
+        restart interval, history file) and ``NAME.history.txt`` (the programs
+        before it since the driver started); ``extra``'s keys go into ``NAME.json`` too."""
         extra = dict(extra or {})
         if verdict.persistent_only:
             history_name = f"{name}.history.txt"
             path = Path(directory) / history_name
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{history_name}.tmp")
-            tmp.write_text("\n// -----\n".join(self.last_history), encoding="utf-8")
+            tmp.write_text("\n// -----\n".join(self.history), encoding="utf-8")
             os.replace(tmp, path)
             extra["persistent"] = {
                 **self.target.to_json(),
-                "position": self.last_position,
+                "position": self.position,
                 "history": history_name,
-                "history_programs": len(self.last_history),
+                "history_programs": len(self.history),
             }
         write_finding(directory, name, text, self.target.process, verdict, extra=extra or None)
-
-
-def run_programs(target: PersistentTarget, texts: Sequence[str]) -> list[Outcome]:
-    """Outcomes of ``texts`` through one runner (a driver restarted as needed)."""
-    with PersistentRunner(target) as runner:
-        return [runner.run(text) for text in texts]

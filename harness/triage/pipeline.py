@@ -378,6 +378,7 @@ class TriageConfig:
     progress: bool = True
     grammar: CompiledGrammar | None = None  # None: the default profile
     batch: bool = True  # first runs share processes where the target allows (harness.run.batch)
+    runner: str | None = None  # --runner: process | batch | persistent; None: batch (harness.triage.runs)
 
 
 @dataclass
@@ -605,7 +606,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
-        runner = TriageRunner(target, batch=config.batch)
+        runner = TriageRunner(target, batch=config.batch, kind=config.runner)
         bucket_keys = {row["signature"] for row in db.buckets()}
 
         def reproduce_status() -> str:

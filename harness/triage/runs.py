@@ -15,8 +15,12 @@ module's body without touching the pipeline:
   bisected.
 * :meth:`TriageRunner.outcomes` runs one program ``k`` times, one process each
   (a crash ends a process, so repeating a crashing program in one process is
-  not possible; the persistent driver would restart and then confirm every
-  finding in a fresh process, which costs more than it saves here).
+  not possible).
+
+``kind`` (``--runner``) chooses another way: ``process`` (no batches),
+``persistent`` (both entry points through :class:`harness.run.runners.PersistentPool`:
+each calling thread its own fork-server driver; a crash costs a fork and each
+finding is confirmed in a fresh worker).  None or ``batch``: as above.
 
 ``runs`` counts target runs: one per program executed alone, and one per
 program in a batch whose results were used (a batch that had to be bisected
@@ -32,6 +36,7 @@ from typing import Sequence
 
 from harness.run.batch import BatchSizer, run_batch
 from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.run.runners import Program, Runner, make_runner
 from harness.triage.signature import Signature, signature_of
 
 __all__ = ["FIRST_BATCH", "Run", "TriageRunner"]
@@ -54,10 +59,24 @@ class Run:
 class TriageRunner:
     target: Target
     batch: bool = True  # first_runs may share processes (when the target batches)
+    kind: str | None = None  # --runner (harness.run.runners); None: batch
     runs: int = 0
     processes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sizer: BatchSizer | None = field(default=None, repr=False)
+    _persistent: Runner | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind == "process":
+            self.batch = False
+        elif self.kind == "persistent":
+            self._persistent = make_runner("persistent", self.target)
+
+    def _through_driver(self, text: str) -> Run:
+        before = self._persistent.stats.processes
+        result = self._persistent.run_one(Program("triage", text))
+        self._count(result.executions, self._persistent.stats.processes - before)
+        return self._run(result.outcome, result.verdict)
 
     def _count(self, runs: int, processes: int) -> None:
         with self._lock:
@@ -69,7 +88,9 @@ class TriageRunner:
         return Run(outcome, signature_of(verdict), verdict.kind or outcome.kind.value, verdict.why)
 
     def outcomes(self, text: str, k: int = 1) -> list[Run]:
-        """Run ``text`` ``k`` times, one process each."""
+        """Run ``text`` ``k`` times, one process each (or through the driver)."""
+        if self._persistent is not None:
+            return [self._through_driver(text) for _ in range(k)]
         result = []
         for _ in range(k):
             outcome = run_program(self.target, text)
@@ -79,6 +100,8 @@ class TriageRunner:
 
     def first_runs(self, texts: Sequence[str]) -> list[Run]:
         """One run of each of ``texts`` (in their order), batched where the target allows."""
+        if self._persistent is not None:
+            return [self._through_driver(text) for text in texts]
         if not self.batch or len(texts) < 2:
             return [self.outcomes(text)[0] for text in texts]
         with self._lock:  # one sizer learns from every thread's batches

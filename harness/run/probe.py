@@ -1,0 +1,116 @@
+"""The pipeline probe: the target runs once on a trivial module before any program.
+
+A pass pipeline or argument the target refuses would otherwise make every
+program a finding (``unexpected-rejection``, each a copy of the same error).
+:func:`probe_target` runs the target's own command line once on a probe
+module and raises :class:`PipelineRefused` (one line: what the target said,
+and the fix where it is known, e.g. the missing ``builtin.module(...)``
+anchor) when it does not accept it.
+
+An exit status is not enough: MLIR 15 accepts an anchored
+``builtin.module(...)`` pipeline and silently runs nothing.  So for a target
+reading the oracle rendering (``mlir-opt``) the probe module holds ``1 + 1``,
+which ``canonicalize`` and ``sccp`` fold: a pipeline naming one of them that
+leaves the ``arith.addi`` in place did not run (refused too); any other
+pipeline that leaves the module's operations as they were gets a one-line
+note (it may be right: ``cse`` has nothing to do there).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, classify
+
+__all__ = ["PROBE_MODULES", "PipelineRefused", "ProbeResult", "probe_target"]
+
+PROBE_MODULES = {
+    "oracle": (
+        "func.func @loomfuzz_probe() -> i32 {\n"
+        "  %a = arith.constant 1 : i32\n"
+        "  %b = arith.addi %a, %a : i32\n"
+        "  return %b : i32\n"
+        "}\n"
+    ),
+    "canonical": "module {\n}\n",
+}
+#: Passes known to fold the oracle probe's ``arith.addi``.
+FOLDING_PASSES = ("canonicalize", "sccp")
+_ANCHOR = "wrapped with the anchor operation type"
+_OP = re.compile(r"^\s*(?:%[\w.#:]+(?:, %[\w.#:]+)*\s*=\s*)?\"?([a-z_][\w$]*\.[\w$.]+)", re.MULTILINE)
+
+
+class PipelineRefused(Exception):
+    """The target refuses its pass pipeline or arguments (one line for the user; exit 2)."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    note: str | None  # one line to show (a pipeline that changed nothing), or None
+
+
+def _ops(text: str) -> list[str]:
+    return [m.group(1) for m in _OP.finditer(text) if m.group(1) != "builtin.module"]
+
+
+def probe_target(target: Target, what: str) -> ProbeResult:
+    """Run ``target`` once on the probe module of its rendering.
+
+    ``what`` names the user's setting in the messages (e.g. ``--pipeline
+    canonicalize,cse``).  Raises :class:`PipelineRefused`; the runner's
+    ``TargetNotFound`` when the binary cannot run.
+    """
+    module = PROBE_MODULES[target.render]
+    outcome = _run(target, module)
+    binary = target.argv[0].rsplit("/", 1)[-1]
+    if outcome.kind is not OutcomeKind.ACCEPTED:
+        errors = [line.strip() for line in outcome.stderr.splitlines() if "error" in line.lower()]
+        said = (errors[0] if errors else outcome.reason).removeprefix("<unknown>:0: ")
+        fix = ""
+        pipeline = _pipeline_of(target)
+        if _ANCHOR in outcome.stderr and pipeline is not None and not pipeline.startswith("builtin.module("):
+            fix = f"; write --pipeline 'builtin.module({pipeline})'"
+        raise PipelineRefused(f"{what}: {binary} refuses it on a trivial module ({said}){fix}")
+    if target.render != "oracle":
+        return ProbeResult(None)
+    before, after = _ops(module), _ops(outcome.stdout)
+    if after != before:
+        return ProbeResult(None)
+    pipeline = _pipeline_of(target) or " ".join(target.argv[1:])
+    folding = [p for p in FOLDING_PASSES if p in pipeline]
+    if folding:
+        raise PipelineRefused(
+            f"{what}: {binary} accepts it but it changed nothing in a probe module that "
+            f"{folding[0]} folds (1 + 1): the pipeline does not run (an anchor this MLIR "
+            "version ignores?)")
+    return ProbeResult(f"{what}: the pipeline changed nothing in the probe module "
+                       f"({', '.join(before)}); if it should, it is not running")
+
+
+def _run(target: Target, text: str) -> Outcome:
+    """One short run of the target's command line, classified as the runner does.
+    Not through :func:`harness.run.runner.run_program`: the probe runs in the
+    command's own process (``fuzz``'s supervisor), which starts no run reaper."""
+    try:
+        proc = subprocess.run(target.argv, input=text.encode(), capture_output=True,
+                              timeout=target.timeout, env={**os.environ, **target.env},
+                              start_new_session=True)
+    except subprocess.TimeoutExpired as expired:
+        stderr = (expired.stderr or b"").decode("utf-8", errors="replace")
+        kind, code, sig, reason = classify(None, stderr, timed_out=True, timeout=target.timeout)
+        return Outcome(kind, code, sig, "", stderr, target.timeout, reason)
+    except OSError as error:
+        raise TargetNotFound(f"cannot run {target.argv[0]}: {error.strerror}") from None
+    stderr = proc.stderr.decode("utf-8", errors="replace")
+    kind, code, sig, reason = classify(proc.returncode, stderr)
+    return Outcome(kind, code, sig, proc.stdout.decode("utf-8", errors="replace"), stderr, 0.0, reason)
+
+
+def _pipeline_of(target: Target) -> str | None:
+    for arg in target.argv[1:]:
+        if arg.startswith("--pass-pipeline="):
+            return arg.split("=", 1)[1]
+    return None
