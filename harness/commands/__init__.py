@@ -65,14 +65,14 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
 
 def add_grammar_arguments(parser) -> None:
     """``--grammar FILE`` and ``--profile NAME``: which grammar the programs come from."""
-    from harness.core.grammar import DEFAULT_PROFILE, PROFILES
+    from harness.core.grammar import default_profile, profile_names
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--grammar", metavar="FILE",
                        help="a grammar file: Python defining GRAMMAR (and START, RENDERINGS, "
                             "MAX_DEPTH) or JSON of the grammar dict (default: the profile's)")
-    group.add_argument("--profile", choices=sorted(PROFILES), default=None,
-                       help=f"a built-in grammar (default: {DEFAULT_PROFILE}); edge and break "
+    group.add_argument("--profile", choices=sorted(profile_names()), default=None,
+                       help=f"a built-in grammar (default: {default_profile()}); edge and break "
                             "leave P1-P24 on purpose and are judged by the robustness oracle")
     parser.add_argument("--break", dest="break_precondition", metavar="P<n>", default=None,
                         help="programs that break precondition P<n> alone (the break profile's "

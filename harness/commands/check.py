@@ -27,11 +27,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also check the default profile's sampling conventions (C1-C8, C14, C19, C20, C22)",
     )
-    from harness.core.grammar import PROFILES
+    from harness.core.grammar import profile_names
 
     parser.add_argument(
         "--profile",
-        choices=sorted(PROFILES),
+        choices=sorted(profile_names()),
         default=None,
         help="the profile the programs come from: conventions adds its sampling conventions "
         "(as --conventions); the others are held to P1-P24 (edge and break leave them on "

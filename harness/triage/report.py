@@ -356,7 +356,7 @@ def _contract_words(contract: str | None) -> str:
     if contract is None:
         return "unknown"
     if contract == "none":
-        return "none (P1-P24 hold)"
+        return "none (its contract holds)"
     if contract.startswith("edge"):
         return f"an edge construct ({contract[len('edge: '):] or 'edge'})"
     return contract
