@@ -102,10 +102,16 @@ def grammar_from_args(args: argparse.Namespace):
 def target_for_grammar(args: argparse.Namespace, grammar):
     """The target of the options, judged as ``grammar``'s programs deserve: off P1-P24
     (edge, break) only a clean outcome is owed, the robustness oracle (unless
-    ``--expectations`` names a file).  Raises ``TargetError``."""
+    ``--expectations`` names a file).  Raises ``TargetError``, and ``GrammarError``
+    (one line, exit 2) when the target reads a rendering the grammar does not have."""
     from harness.contract import with_robust_expectations
+    from harness.core.grammar import GrammarError
 
-    return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
+    target = target_from_args(args)
+    if target.render not in grammar.renderings:
+        raise GrammarError(f"--target {target.name} reads the {target.render!r} rendering, which the "
+                           f"grammar does not have (its renderings: {', '.join(grammar.renderings)})")
+    return with_robust_expectations(target, grammar, args.expectations is not None)
 
 
 def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:

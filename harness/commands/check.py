@@ -1,5 +1,11 @@
 """``loomfuzz check FILE...``: check programs against the spec's preconditions.
 
+With ``--grammar FILE`` the programs are held to that grammar's contract: by
+the checker the ``grammars`` registry attaches to it (``CONTRACT_CHECKERS``),
+or, for a grammar without one, by the grammar itself: each program must be
+the text of one of its derivation trees (in any of its renderings), else
+``FILE:LINE: not a program of the grammar: why``.
+
 Each FILE (``-`` for stdin) holds one program, or several separated by lines
 ``// -----`` (mlir-opt's ``--split-input-file`` convention); each is checked
 on its own, with line numbers relative to the whole file.  Violations go to
@@ -29,7 +35,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     from harness.core.grammar import profile_names
 
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--grammar",
+        metavar="FILE",
+        help="a grammar file: its programs are held to its contract's checker or, when it has "
+        "none, each must parse as one of the grammar's programs",
+    )
+    source.add_argument(
         "--profile",
         choices=sorted(profile_names()),
         default=None,
@@ -73,8 +86,46 @@ def _read(name: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _recognize(args: argparse.Namespace, grammar) -> int:
+    """``check --grammar FILE`` for a grammar whose contract has no checker: the grammar
+    is the only judge (each program must parse)."""
+    from harness.core.parse import parse
+
+    errors = rejected = programs = files = 0
+    for name in args.files:
+        shown = "<stdin>" if name == "-" else name
+        try:
+            text = _read(name)
+        except OSError as exc:
+            print(f"loomfuzz check: error: {shown}: {exc.strerror or exc}", file=sys.stderr)
+            errors += 1
+            continue
+        files += 1
+        for offset, chunk in split_programs(text):
+            programs += 1
+            parsed = parse(chunk, grammar)
+            if not parsed.ok:
+                print(f"{shown}:{offset + 1}: not a program of the grammar: {parsed.reason}")
+                rejected += 1
+    sys.stdout.flush()
+    if rejected:
+        print(f"loomfuzz check: {_plural(rejected, 'program')} of {programs} not in the grammar",
+              file=sys.stderr)
+    elif files:
+        print(f"checked {_plural(programs, 'program')} in {_plural(files, 'file')}: all are programs "
+              f"of the grammar (it has no contract checker)")
+    return 2 if errors else (1 if rejected else 0)
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.checker import PRECONDITION_COUNT, check_text
+
+    if getattr(args, "grammar", None):
+        from harness.contract import contract_checker, load_grammar
+
+        grammar = load_grammar(args.grammar)
+        if contract_checker(grammar) is None:
+            return _recognize(args, grammar)
 
     conventions = bool(getattr(args, "conventions", False)) or getattr(args, "profile", None) == "conventions"
     errors = violations = programs = files = 0

@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", action="store_true",
                         help="run the programs against the target (the options below) instead of "
                              "writing them")
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_sweep_arguments(parser)
 
 

@@ -45,7 +45,7 @@ stopped, findings being written are finished, the summary is printed.
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_grammar_arguments(parser)
     parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
                         help="corpus folder, seeded when empty (default: corpus)")

@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="with no INPUT: generator engine (default fast)")
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_grammar_arguments(parser)
     add_sweep_arguments(parser)
 
