@@ -144,8 +144,11 @@ def test_fuzz_triage_coverage_plot(calc, tmp_path):
     written_files_have_no_loom_word(tmp_path)
 
 
-def test_a_target_reading_a_rendering_the_grammar_lacks(calc):
-    refused = calc("run", "--grammar", str(GRAMMAR), "--target", "mlir-opt", "-n", "1", code=2,
-                   own_words=True)
+@pytest.mark.parametrize("command", ["run", "fuzz", "triage"])
+def test_a_target_reading_a_rendering_the_grammar_lacks(calc, tmp_path, command):
+    (tmp_path / "found").mkdir()
+    extra = {"run": ["-n", "1"], "fuzz": ["--corpus", "c", "--artifacts", "a", "--time", "5"],
+             "triage": ["found"]}[command]
+    refused = calc(command, "--grammar", str(GRAMMAR), "--target", "mlir-opt", *extra, code=2, own_words=True)
     # the user named that target; the message is one line and names the grammar's renderings
     assert refused.stderr.count("\n") == 1 and "its renderings: canonical, words" in refused.stderr

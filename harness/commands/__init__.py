@@ -108,10 +108,18 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     from harness.core.grammar import GrammarError
 
     target = target_from_args(args)
-    if target.render not in grammar.renderings:
-        raise GrammarError(f"--target {target.name} reads the {target.render!r} rendering, which the "
-                           f"grammar does not have (its renderings: {', '.join(grammar.renderings)})")
+    missing = missing_rendering(target, grammar)
+    if missing:
+        raise GrammarError(missing)
     return with_robust_expectations(target, grammar, args.expectations is not None)
+
+
+def missing_rendering(target, grammar) -> str | None:
+    """One line when ``target`` reads a rendering ``grammar`` does not have, else None."""
+    if target.render in grammar.renderings:
+        return None
+    return (f"--target {target.name} reads the {target.render!r} rendering, which the grammar "
+            f"does not have (its renderings: {', '.join(grammar.renderings)})")
 
 
 def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:

@@ -11,6 +11,7 @@ from harness.commands import (
     add_grammar_arguments,
     add_target_arguments,
     grammar_from_args,
+    missing_rendering,
     positive_number,
     probe_pipeline,
     profile_from_args,
@@ -171,6 +172,9 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"cannot create {error.filename}: {error.strerror}")
 
     grammar = grammar_from_args(args)
+    missing = None if args.self_test else missing_rendering(target, grammar)
+    if missing:
+        return _error(missing, 2)
     report = inspect_corpus(corpus, grammar)
     for path, reason in report.unreadable[:10]:
         _warn(f"cannot read corpus file {path}: {reason}; skipped (libFuzzer skips or runs it as an "
