@@ -86,35 +86,49 @@ def _read(name: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _recognize(args: argparse.Namespace, grammar) -> int:
-    """``check --grammar FILE`` for a grammar whose contract has no checker: the grammar
-    is the only judge (each program must parse)."""
-    from harness.core.parse import parse
+@dataclasses.dataclass
+class _Tally:
+    errors: int = 0  # files that could not be read
+    files: int = 0
+    programs: int = 0
 
-    errors = rejected = programs = files = 0
-    for name in args.files:
+
+def _programs(names: list[str], tally: _Tally):
+    """(shown name, line offset, text) of every program of the files, counted in ``tally``;
+    an unreadable file is one line on stderr."""
+    for name in names:
         shown = "<stdin>" if name == "-" else name
         try:
             text = _read(name)
         except OSError as exc:
             print(f"loomfuzz check: error: {shown}: {exc.strerror or exc}", file=sys.stderr)
-            errors += 1
+            tally.errors += 1
             continue
-        files += 1
+        tally.files += 1
         for offset, chunk in split_programs(text):
-            programs += 1
-            parsed = parse(chunk, grammar)
-            if not parsed.ok:
-                print(f"{shown}:{offset + 1}: not a program of the grammar: {parsed.reason}")
-                rejected += 1
+            tally.programs += 1
+            yield shown, offset, chunk
+
+
+def _recognize(args: argparse.Namespace, grammar) -> int:
+    """``check --grammar FILE`` for a grammar whose contract has no checker: the grammar
+    is the only judge (each program must parse)."""
+    from harness.core.parse import parse
+
+    tally, rejected = _Tally(), 0
+    for shown, offset, chunk in _programs(args.files, tally):
+        parsed = parse(chunk, grammar)
+        if not parsed.ok:
+            print(f"{shown}:{offset + 1}: not a program of the grammar: {parsed.reason}")
+            rejected += 1
     sys.stdout.flush()
     if rejected:
-        print(f"loomfuzz check: {_plural(rejected, 'program')} of {programs} not in the grammar",
+        print(f"loomfuzz check: {_plural(rejected, 'program')} of {tally.programs} not in the grammar",
               file=sys.stderr)
-    elif files:
-        print(f"checked {_plural(programs, 'program')} in {_plural(files, 'file')}: all are programs "
-              f"of the grammar (it has no contract checker)")
-    return 2 if errors else (1 if rejected else 0)
+    elif tally.files:
+        print(f"checked {_plural(tally.programs, 'program')} in {_plural(tally.files, 'file')}: all are "
+              f"programs of the grammar (it has no contract checker)")
+    return 2 if tally.errors else (1 if rejected else 0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,32 +142,22 @@ def run(args: argparse.Namespace) -> int:
             return _recognize(args, grammar)
 
     conventions = bool(getattr(args, "conventions", False)) or getattr(args, "profile", None) == "conventions"
-    errors = violations = programs = files = 0
-    for name in args.files:
-        shown = "<stdin>" if name == "-" else name
-        try:
-            text = _read(name)
-        except OSError as exc:
-            print(f"loomfuzz check: error: {shown}: {exc.strerror or exc}", file=sys.stderr)
-            errors += 1
-            continue
-        files += 1
-        for offset, chunk in split_programs(text):
-            programs += 1
-            for v in check_text(chunk, conventions=conventions):
-                print(dataclasses.replace(v, line=v.line + offset).format(shown))
-                violations += 1
+    tally, violations = _Tally(), 0
+    for shown, offset, chunk in _programs(args.files, tally):
+        for v in check_text(chunk, conventions=conventions):
+            print(dataclasses.replace(v, line=v.line + offset).format(shown))
+            violations += 1
     sys.stdout.flush()
     what = f"all {PRECONDITION_COUNT} preconditions" + (
         " and the sampling conventions" if conventions else ""
     )
     if violations:
         print(
-            f"loomfuzz check: {_plural(violations, 'violation')} in {_plural(programs, 'program')}",
+            f"loomfuzz check: {_plural(violations, 'violation')} in {_plural(tally.programs, 'program')}",
             file=sys.stderr,
         )
-    elif files:
-        print(f"checked {_plural(programs, 'program')} in {_plural(files, 'file')}: {what} hold")
-    if errors:
+    elif tally.files:
+        print(f"checked {_plural(tally.programs, 'program')} in {_plural(tally.files, 'file')}: {what} hold")
+    if tally.errors:
         return 2
     return 1 if violations else 0
