@@ -28,11 +28,13 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 
 3. **Reproduce** each new program on the target (the runner's
    ``run_program`` + ``judge``, the same target as ``fuzz``) through one
-   :class:`harness.triage.runs.TriageRunner` (which counts every target run),
-   window by window (:data:`WINDOW` inputs):
+   :class:`harness.triage.runs.TriageRunner` (which counts every target run;
+   ``--runner``, by default persistent where the target's driver is built,
+   else batch), window by window (:data:`WINDOW` inputs):
 
-   * every input runs once, in ``jobs`` threads, batched where the target
-     takes ``--split-input-file`` (findings always re-run alone);
+   * every input runs once, in ``jobs`` threads, through each thread's
+     driver, or batched where the target takes ``--split-input-file``
+     (findings always re-run alone, or confirmed in a fresh worker);
    * an input without a finding runs ``repeat - 1`` more times (batched too):
      a flaky finding shows on some runs only;
    * then, in input order: an input whose crash is *bare* (neither a message
@@ -55,7 +57,9 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
    is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
-   retries a candidate until it is confident it does not reproduce.  The
+   retries a candidate until it is confident it does not reproduce.  Every
+   candidate runs through the same runner (each triage job's driver where
+   there is one: a crashing candidate costs a fork, not a process start).  The
    minimized program then runs ``max(repeat, VERIFY_RUNS)`` times
    (``VERIFY_FLAKY`` for a flaky bucket): how often each signature came is the
    bucket's *evidence*.  With ``text_reduce``, the minimized text is then
@@ -378,7 +382,7 @@ class TriageConfig:
     progress: bool = True
     grammar: CompiledGrammar | None = None  # None: the default profile
     batch: bool = True  # first runs share processes where the target allows (harness.run.batch)
-    runner: str | None = None  # --runner: process | batch | persistent; None: batch (harness.triage.runs)
+    runner: str | None = None  # --runner: process | batch | persistent; None: the target's default (harness.triage.runs)
 
 
 @dataclass
@@ -582,6 +586,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         exclude.append(config.out_dir)
     grammar = config.grammar or default_grammar()
     collection = collect_inputs(config.inputs, exclude=exclude, grammar=grammar)
+    runner = TriageRunner(target, batch=config.batch, kind=config.runner)
     db = TriageDB(config.db_path)
     try:
         run_id, resumed = db.begin_run(_target_json(target, grammar), config.repeat)
@@ -606,7 +611,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
-        runner = TriageRunner(target, batch=config.batch, kind=config.runner)
         bucket_keys = {row["signature"] for row in db.buckets()}
 
         def reproduce_status() -> str:
@@ -773,5 +777,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             processes=runner.processes,
         )
     finally:
+        runner.close()
         db.close()
 

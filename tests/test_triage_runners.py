@@ -1,0 +1,147 @@
+"""Triage through the runner interface (issue 24 item 2, issue 27 item 4):
+reproduction, minimization's candidates and repeats run through the
+persistent driver where the target has one, with the buckets, signatures and
+minimized programs of one process per run, and far fewer process starts.
+
+Real processes: the C double tests/fixtures/persistent_fake.c as the target
+(a one-shot tool whose stack dump goes through MlirOptMain, as mlir-opt's,
+and a fork-server driver whose stack goes straight to main, as the real
+driver's), behind shell wrappers that log every exec; mlir-opt-22 with the
+driver .ci/setup builds for the default rule.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.core.engine import generate
+from harness.core.grammar import default_grammar
+from harness.core.render import render
+from harness.run.expectations import parse_expectations
+from harness.run.persistent import LOOM_DRIVER_ENV
+from harness.run.runner import Target, resolve_target
+from harness.run.runners import default_runner_kind
+from harness.triage.crashdb import TriageDB
+from harness.triage.pipeline import TriageConfig, run_triage
+from harness.triage.runs import TriageRunner
+
+FAKE_SOURCE = Path(__file__).parent / "fixtures" / "persistent_fake.c"
+ANY = parse_expectations({"rules": [{"name": "any", "expect": "either"}]}, "test:any")
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory) -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.fail("no C compiler (cc) to build tests/fixtures/persistent_fake.c")
+    out = tmp_path_factory.mktemp("tfake") / "persistent-fake"
+    proc = subprocess.run([cc, "-O1", "-o", str(out), str(FAKE_SOURCE)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cc failed to build {FAKE_SOURCE}:\n{proc.stderr}")
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Path:
+    """Generated programs as .mlir files, the largest of a sample (so that
+    minimization has work): five that the double aborts on (llvm.freeze),
+    three it segfaults on (llvm.call), two it accepts."""
+    grammar = default_grammar()
+    folder = tmp_path_factory.mktemp("findings")
+    texts = sorted((render(t, grammar) for t in generate(grammar, "fast", 7, 300)), key=len, reverse=True)
+    aborts = [t for t in texts if "llvm.freeze" in t][:8]
+    segvs = [t for t in texts if "llvm.call" in t and "llvm.freeze" not in t][:4]
+    clean = [t for t in texts if "llvm.call" not in t and "llvm.freeze" not in t][:2]
+    assert (len(aborts), len(segvs), len(clean)) == (8, 4, 2)
+    for k, text in enumerate(aborts + segvs + clean):
+        (folder / f"p{k}.mlir").write_text(text)
+    return folder
+
+
+def _target(fake: str, folder: Path, monkeypatch) -> tuple[Target, Path]:
+    """The double as loom-opt and its driver, each behind a wrapper that logs its execs."""
+    execs = folder / "execs.log"
+    tool, driver = folder / "tool", folder / "driver"
+    tool.write_text(f'#!/bin/sh\necho tool >> "{execs}"\nexec "{fake}" "$@"\n')
+    driver.write_text(f'#!/bin/sh\necho driver >> "{execs}"\nexec "{fake}" --persistent "$@"\n')
+    tool.chmod(0o755)
+    driver.chmod(0o755)
+    monkeypatch.setenv(LOOM_DRIVER_ENV, str(driver))
+    argv = (str(tool), "--abort-on=llvm.freeze", "--segv-on=llvm.call",
+            f"--crash-log={folder / 'crashes.log'}")
+    return Target(name="loom-opt", argv=argv, expectations=ANY, timeout=10.0), execs
+
+
+def _triage(fake, findings, tmp_path, monkeypatch, runner: str | None):
+    folder = tmp_path / (runner or "default")
+    folder.mkdir()
+    target, execs = _target(fake, folder, monkeypatch)
+    summary = run_triage(TriageConfig(
+        inputs=[str(findings)], target=target, db_path=str(folder / "triage.db"),
+        out_dir=str(folder / "out"), jobs=2, repeat=3, progress=False,
+        max_minimize_evaluations=120, runner=runner))
+    with TriageDB(str(folder / "triage.db")) as db:
+        buckets = sorted((b["signature"], b["reproduction"], b["minimized_text"], b["minimized_hits"],
+                          b["minimized_attempts"], b["min_runs"], b["min_evaluations"]) for b in db.buckets())
+        members = sorted((m["first_path"], m["reproduction"], m["hits"], m["attempts"], m["bucket_id"] is None)
+                         for m in db.members(None) + [r for b in db.buckets() for r in db.members(b["id"])])
+    return summary, buckets, members, Counter(execs.read_text().split())
+
+
+def test_process_and_persistent_triage_agree_with_far_fewer_process_starts(fake, findings, tmp_path,
+                                                                           monkeypatch):
+    process, buckets_p, members_p, execs_p = _triage(fake, findings, tmp_path, monkeypatch, "process")
+    persistent, buckets_d, members_d, execs_d = _triage(fake, findings, tmp_path, monkeypatch, "persistent")
+    # the same buckets: signatures (the driver's stack has no MlirOptMain frames), minimized programs
+    assert [b[0] for b in buckets_p] == [
+        "crash:SIGSEGV | plantedNullDereference",
+        "crash:assert | !isa<scf::ForOp>(parent) | lowerFreeze",
+    ]
+    assert buckets_d == buckets_p
+    assert members_d == members_p
+    assert all(b[1] == "always" for b in buckets_p)
+    assert all(b[5] >= 5 for b in buckets_p)  # minimization's candidates ran on the target
+    for signature, _, minimized, *_ in buckets_p:  # minimization did reduce, to a program with the fault
+        fault = "llvm.freeze" if "lowerFreeze" in signature else "llvm.call"
+        assert fault in minimized
+        assert len(minimized) <= min(len(t) for p in findings.glob("*.mlir") if fault in (t := p.read_text()))
+    # process: every run an exec; persistent: one driver per triage job, crashes cost forks
+    assert execs_p == Counter(tool=process.target_runs) and process.target_runs >= 40
+    assert execs_d["tool"] == 0 and 1 <= execs_d["driver"] <= 2, execs_d
+    # as many runs or more (a crash in a used worker runs again in a fresh one), one exec per job
+    assert persistent.target_runs >= process.target_runs
+    assert execs_p["tool"] >= 20 * execs_d["driver"]
+
+
+def test_a_state_dependent_crash_is_not_a_bucket_through_the_persistent_runner(fake, tmp_path, monkeypatch):
+    """A program that crashes only as the 4th program of a worker: the runner
+    confirms it as a fresh worker's first program, which does not crash, so
+    triage records no finding, as a process of its own would."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    target, _ = _target(fake, folder, monkeypatch)
+    target = Target(name=target.name, argv=(*target.argv, "--state-bug=4"), expectations=ANY)
+    inputs = folder / "in"
+    inputs.mkdir()
+    (inputs / "a.mlir").write_text("// a\nnot a program of the grammar\n")
+    summary = run_triage(TriageConfig(inputs=[str(inputs)], target=target, db_path=str(folder / "t.db"),
+                                      out_dir=None, repeat=5, progress=False, runner="persistent"))
+    assert (summary.buckets, summary.not_reproducing) == (0, 1)
+    crashes = (folder / "crashes.log").read_text().split()
+    assert crashes.count("state") == 1  # the 4th run crashed in the driver, and was not believed
+
+
+def test_triage_s_default_runner_is_run_s(fake, tmp_path, monkeypatch):
+    """persistent where the target's driver is built (mlir-opt: native/build), else batch."""
+    mlir_opt = resolve_target("mlir-opt")
+    assert TriageRunner(mlir_opt).kind == default_runner_kind(mlir_opt) == "persistent"
+    target, _ = _target(fake, tmp_path, monkeypatch)
+    assert TriageRunner(target).kind == "persistent"
+    monkeypatch.delenv(LOOM_DRIVER_ENV)
+    assert TriageRunner(target).kind == "batch"
