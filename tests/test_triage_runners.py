@@ -145,3 +145,44 @@ def test_triage_s_default_runner_is_run_s(fake, tmp_path, monkeypatch):
     assert TriageRunner(target).kind == "persistent"
     monkeypatch.delenv(LOOM_DRIVER_ENV)
     assert TriageRunner(target).kind == "batch"
+
+
+def test_mlir_opt_22_triage_through_its_driver_records_what_processes_do(mlir_opt, tmp_path, monkeypatch):
+    """Real mlir-opt-22 and the driver .ci/setup builds: programs it accepts
+    (no finding: each runs --repeat times) get the same records through both
+    runners, and the persistent one starts one driver instead of a process per run."""
+    from harness.run.persistent import DRIVER_ENV, default_driver_path
+    from harness.core.grammar import load_profile
+
+    driver_binary = os.environ.get(DRIVER_ENV) or str(default_driver_path())
+    if not os.access(driver_binary, os.X_OK):
+        pytest.fail(f"no persistent MLIR driver at {driver_binary}: run `bash .ci/setup`")
+    wide = load_profile("wide")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for k, tree in enumerate(generate(wide, "fast", 5, 4)):
+        (inputs / f"f{k}.mlir").write_text(render(tree, wide, "oracle"))
+    execs = tmp_path / "execs.log"
+    tool, driver = tmp_path / "mlir-opt", tmp_path / "driver"
+    tool.write_text(f'#!/bin/sh\necho tool >> "{execs}"\nexec "{mlir_opt}" "$@"\n')
+    driver.write_text(f'#!/bin/sh\necho driver >> "{execs}"\nexec "{driver_binary}" "$@"\n')
+    tool.chmod(0o755)
+    driver.chmod(0o755)
+    monkeypatch.setenv(DRIVER_ENV, str(driver))
+    base = resolve_target("mlir-opt", pipeline="builtin.module(canonicalize,cse)")
+    target = Target(base.name, (str(tool), *base.argv[1:]), base.render, expectations=base.expectations)
+    records, counts = {}, {}
+    for kind in ("process", "persistent"):
+        execs.unlink(missing_ok=True)
+        db_path = str(tmp_path / f"{kind}.db")
+        summary = run_triage(TriageConfig(inputs=[str(inputs)], target=target, db_path=db_path, out_dir=None,
+                                          grammar=wide, jobs=2, repeat=3, progress=False, runner=kind))
+        with TriageDB(db_path) as db:
+            records[kind] = sorted((m["first_path"], m["reproduction"], m["hits"], m["attempts"], m["outcome"])
+                                   for m in db.members(None))
+        counts[kind] = (summary.target_runs, Counter(execs.read_text().split()))
+    assert records["persistent"] == records["process"]
+    assert [r[1:] for r in records["process"]] == [("never", 0, 3, "accepted")] * 4
+    assert counts["process"] == (12, Counter(tool=12))
+    assert counts["persistent"][0] == 12 and counts["persistent"][1] == Counter(driver=counts["persistent"][1]["driver"])
+    assert 1 <= counts["persistent"][1]["driver"] <= 2
