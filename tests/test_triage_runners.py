@@ -130,11 +130,19 @@ def test_a_state_dependent_crash_is_not_a_bucket_through_the_persistent_runner(f
     inputs = folder / "in"
     inputs.mkdir()
     (inputs / "a.mlir").write_text("// a\nnot a program of the grammar\n")
-    summary = run_triage(TriageConfig(inputs=[str(inputs)], target=target, db_path=str(folder / "t.db"),
-                                      out_dir=None, repeat=5, progress=False, runner="persistent"))
-    assert (summary.buckets, summary.not_reproducing) == (0, 1)
-    crashes = (folder / "crashes.log").read_text().split()
-    assert crashes.count("state") == 1  # the 4th run crashed in the driver, and was not believed
+    records = {}
+    for kind in ("persistent", "process"):
+        db_path = str(folder / f"{kind}.db")
+        summary = run_triage(TriageConfig(inputs=[str(inputs)], target=target, db_path=db_path,
+                                          out_dir=None, repeat=5, progress=False, runner=kind))
+        assert (summary.buckets, summary.not_reproducing) == (0, 1)
+        with TriageDB(db_path) as db:
+            (member,) = db.members(None)
+            records[kind] = (member["reproduction"], member["hits"], member["attempts"], member["outcome"],
+                             member["reason"])
+        if kind == "persistent":  # the 4th run crashed in the driver, and was not believed
+            assert (folder / "crashes.log").read_text().split().count("state") == 1
+    assert records["persistent"] == records["process"] == ("never", 0, 5, "accepted", "exit status 0")
 
 
 def test_triage_s_default_runner_is_run_s(fake, tmp_path, monkeypatch):

@@ -26,8 +26,8 @@ built, else batch) chooses how:
   not a process start, and every finding is confirmed as the first program
   of a fresh worker, so its outcome and stack are those of a run of its own.
   A finding that the fresh worker does not confirm (state carried over from
-  the programs before it: ``persistent_only``) counts as what the fresh
-  worker gave, no finding, as a process of its own would have;
+  the programs before it: ``persistent_only``) counts as the fresh worker's
+  run, which is what a process of its own gives;
 * ``batch``: first runs batched as above; :meth:`outcomes` through the
   driver too where the target has one, else one process each (a crash ends
   a process, so repeating a crashing program in one process is not possible);
@@ -94,8 +94,8 @@ class TriageRunner:
         result = self._persistent.run_one(Program("triage", text))
         self._count(result.executions, self._persistent.stats.processes - before)
         if result.verdict.persistent_only:
-            # the fresh worker did not confirm it: alone, the program is no finding
-            return Run(result.outcome, None, "persistent-only", result.verdict.why)
+            # the fresh worker did not confirm it: its run is what the program does alone
+            return self._run(result.fresh.outcome, result.fresh)
         return self._run(result.outcome, result.verdict)
 
     def _count(self, runs: int, processes: int) -> None:
