@@ -13,8 +13,6 @@ driver .ci/setup builds for the default rule.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -31,20 +29,12 @@ from harness.triage.crashdb import TriageDB
 from harness.triage.pipeline import TriageConfig, run_triage
 from harness.triage.runs import TriageRunner
 
-FAKE_SOURCE = Path(__file__).parent / "fixtures" / "persistent_fake.c"
 ANY = parse_expectations({"rules": [{"name": "any", "expect": "either"}]}, "test:any")
 
 
 @pytest.fixture(scope="module")
-def fake(tmp_path_factory) -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.fail("no C compiler (cc) to build tests/fixtures/persistent_fake.c")
-    out = tmp_path_factory.mktemp("tfake") / "persistent-fake"
-    proc = subprocess.run([cc, "-O1", "-o", str(out), str(FAKE_SOURCE)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"cc failed to build {FAKE_SOURCE}:\n{proc.stderr}")
-    return str(out)
+def fake(persistent_fake) -> str:
+    return persistent_fake
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +54,22 @@ def findings(tmp_path_factory) -> Path:
     return folder
 
 
+def _wrappers(folder: Path, execs: Path, tool: str, driver: str) -> tuple[Path, Path]:
+    """Scripts ``tool`` and ``driver`` in ``folder`` that log their execs to ``execs``
+    (a line ``tool`` or ``driver`` each), then exec the real command."""
+    paths = []
+    for name, command in (("tool", f'"{tool}"'), ("driver", driver)):
+        path = folder / name
+        path.write_text(f'#!/bin/sh\necho {name} >> "{execs}"\nexec {command} "$@"\n')
+        path.chmod(0o755)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
 def _target(fake: str, folder: Path, monkeypatch) -> tuple[Target, Path]:
     """The double as loom-opt and its driver, each behind a wrapper that logs its execs."""
     execs = folder / "execs.log"
-    tool, driver = folder / "tool", folder / "driver"
-    tool.write_text(f'#!/bin/sh\necho tool >> "{execs}"\nexec "{fake}" "$@"\n')
-    driver.write_text(f'#!/bin/sh\necho driver >> "{execs}"\nexec "{fake}" --persistent "$@"\n')
-    tool.chmod(0o755)
-    driver.chmod(0o755)
+    tool, driver = _wrappers(folder, execs, fake, f'"{fake}" --persistent')
     monkeypatch.setenv(LOOM_DRIVER_ENV, str(driver))
     argv = (str(tool), "--abort-on=llvm.freeze", "--segv-on=llvm.call",
             f"--crash-log={folder / 'crashes.log'}")
@@ -171,11 +169,7 @@ def test_mlir_opt_22_triage_through_its_driver_records_what_processes_do(mlir_op
     for k, tree in enumerate(generate(wide, "fast", 5, 4)):
         (inputs / f"f{k}.mlir").write_text(render(tree, wide, "oracle"))
     execs = tmp_path / "execs.log"
-    tool, driver = tmp_path / "mlir-opt", tmp_path / "driver"
-    tool.write_text(f'#!/bin/sh\necho tool >> "{execs}"\nexec "{mlir_opt}" "$@"\n')
-    driver.write_text(f'#!/bin/sh\necho driver >> "{execs}"\nexec "{driver_binary}" "$@"\n')
-    tool.chmod(0o755)
-    driver.chmod(0o755)
+    tool, driver = _wrappers(tmp_path, execs, mlir_opt, f'"{driver_binary}"')
     monkeypatch.setenv(DRIVER_ENV, str(driver))
     base = resolve_target("mlir-opt", pipeline="builtin.module(canonicalize,cse)")
     target = Target(base.name, (str(tool), *base.argv[1:]), base.render, expectations=base.expectations)
