@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return _report(args, words)
     except Exception as error:  # one line for the user, whatever failed
         from harness.triage.crashdb import DatabaseError
-        from harness.triage.pipeline import InputError
+        from harness.triage.inputs import InputError
 
         if isinstance(error, (DatabaseError, InputError)):
             return _error(str(error))
