@@ -55,8 +55,8 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 
 4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
-   under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
-   is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
+   under the predicate "same signature" (and, for a grammar whose contract
+   has a checker, ``grammars.CONTRACT_CHECKERS``, "that checker passes"); a flaky bucket's predicate
    retries a candidate until it is confident it does not reproduce.  Every
    candidate runs through the same runner (each triage job's driver where
    there is one: a crashing candidate costs a fork, not a process start).  The
