@@ -1,0 +1,97 @@
+"""``--oracle differential`` on ``run``: the planted wrong rewrites of the double are found,
+real mlir-opt-22 raises no false alarm, bad settings are one line and exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.execute.interpret import interpret_program
+from harness.execute.toolchain import Toolchain, ToolchainError
+
+ROOT = Path(__file__).resolve().parents[1]
+DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"
+PIPELINE = "builtin.module(canonicalize,cse,sccp)"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toolchain():
+    try:
+        Toolchain().check()
+    except ToolchainError as error:  # .ci/setup installs it: a missing toolchain is a failure
+        pytest.fail(str(error))
+
+
+def loomfuzz(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env=None)
+
+
+def _run(tmp_path: Path, *extra: str, count: int) -> subprocess.CompletedProcess:
+    return loomfuzz("run", "--profile", "wide", "-n", str(count), "--seed", "3", "--oracle",
+                    "differential", "--pipeline", PIPELINE, "--artifacts", str(tmp_path / "a"),
+                    "--no-progress", "--jobs", "2", *extra, cwd=ROOT)
+
+
+def test_each_planted_wrong_rewrite_is_found(tmp_path):
+    log = tmp_path / "planted.log"
+    optimizer = tmp_path / "buggy-opt"  # the double, logging what it plants
+    optimizer.write_text(f'#!/bin/sh\nexec {sys.executable} {DOUBLE} --plant-log={log} "$@"\n')
+    optimizer.chmod(0o755)
+    done = _run(tmp_path, "--mlir-opt", str(optimizer), count=100)
+    assert done.returncode == 1, done.stderr
+    planted = log.read_text()
+    for op in ("arith.subi", "arith.maxsi", "arith.xori"):
+        assert op in planted  # every bug had its chance
+    findings = sorted((tmp_path / "a").glob("crash-*.json"))
+    assert len(findings) >= 3
+    kinds = set()
+    for path in findings:
+        record = json.loads(path.read_text())
+        name = path.name.removesuffix(".json")
+        program = (tmp_path / "a" / f"{name}.mlir").read_text()
+        assert record["finding_kind"] == "wrong-code"
+        kinds.add(record["finding_kind"])
+        assert "dataflow.thread" in program  # the canonical program
+        assert name == "crash-" + hashlib.sha1(program.encode()).hexdigest()
+        oracle = record["oracle"]
+        # the reference values are the interpreter's, computed from the program alone
+        assert oracle["reference_output"] == interpret_program(program)
+        assert oracle["target_output"] != oracle["reference_output"]
+        first = oracle["differences"][0]
+        ref_line = oracle["reference_output"].splitlines()[first["line"] - 1]
+        assert first["reference"] in ref_line.split(", ")
+        assert str(first["row"]) == ref_line.split(", ")[1]
+        exec_text = (tmp_path / "a" / f"{name}.exec.mlir").read_text()
+        optimized = (tmp_path / "a" / f"{name}.optimized.mlir").read_text()
+        assert "func.func @main" in exec_text and "func.func @main" in optimized
+        assert "mlir-runner-22" in record["command"]
+    assert kinds == {"wrong-code"}
+
+
+def test_no_false_alarm_on_mlir_opt_22(tmp_path):
+    done = _run(tmp_path, count=150)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "findings:   none" in done.stdout
+    assert "150 programs" in done.stdout.replace(",", "")
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--pipeline", "builtin.module(no-such-pass)"), "fails on a trivial module"),
+    (("--reference-runner", "/nonexistent/mlir-runner"), "the reference runner"),
+    (("--runtime-library", "/nonexistent/libmlir_c_runner_utils.so"), "the runtime library"),
+    (("--mlir-opt", "/bin/echo"), "does not print MLIR"),
+    (("--mlir-opt", "/nonexistent/opt"), "not an executable file"),
+])
+def test_bad_settings_are_one_line_and_exit_2(tmp_path, extra, said):
+    done = loomfuzz("run", "--profile", "wide", "-n", "3", "--oracle", "differential",
+                    "--artifacts", str(tmp_path / "a"), "--no-progress", *extra, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and lines[0].startswith("loomfuzz run: error:")
+    assert not list((tmp_path / "a").glob("crash-*")) if (tmp_path / "a").exists() else True
