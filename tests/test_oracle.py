@@ -38,13 +38,21 @@ def _run(tmp_path: Path, *extra: str, count: int) -> subprocess.CompletedProcess
                     "--no-progress", "--jobs", "2", *extra, cwd=ROOT)
 
 
-def test_each_planted_wrong_rewrite_is_found(tmp_path):
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """100 wide programs through the double (canonicalize, cse, sccp): (folder, optimizer, log)."""
+    tmp_path = tmp_path_factory.mktemp("swept")
     log = tmp_path / "planted.log"
     optimizer = tmp_path / "buggy-opt"  # the double, logging what it plants
     optimizer.write_text(f'#!/bin/sh\nexec {sys.executable} {DOUBLE} --plant-log={log} "$@"\n')
     optimizer.chmod(0o755)
     done = _run(tmp_path, "--mlir-opt", str(optimizer), count=100)
     assert done.returncode == 1, done.stderr
+    return tmp_path, optimizer, log
+
+
+def test_each_planted_wrong_rewrite_is_found(swept):
+    tmp_path, _, log = swept
     planted = log.read_text()
     for op in ("arith.subi", "arith.maxsi", "arith.xori"):
         assert op in planted  # every bug had its chance
@@ -75,10 +83,10 @@ def test_each_planted_wrong_rewrite_is_found(tmp_path):
 
 
 def test_no_false_alarm_on_mlir_opt_22(tmp_path):
-    done = _run(tmp_path, count=150)
+    done = _run(tmp_path, count=100)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "findings:   none" in done.stdout
-    assert "150 programs" in done.stdout.replace(",", "")
+    assert "100 programs" in done.stdout.replace(",", "")
 
 
 @pytest.mark.parametrize("extra, said", [
@@ -95,3 +103,36 @@ def test_bad_settings_are_one_line_and_exit_2(tmp_path, extra, said):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0] and lines[0].startswith("loomfuzz run: error:")
     assert not list((tmp_path / "a").glob("crash-*")) if (tmp_path / "a").exists() else True
+
+
+PLANTED = {"cse": "arith.subi", "canonicalize": "arith.maxsi", "sccp": "arith.xori"}
+
+
+def test_triage_gives_one_bucket_per_planted_bug_and_a_lit_test(swept, tmp_path):
+    folder, optimizer, _ = swept
+    done = loomfuzz("triage", str(folder / "a"), "--profile", "wide", "--oracle", "differential",
+                    "--mlir-opt", str(optimizer), "--pipeline", PIPELINE, "--out", str(tmp_path / "t"),
+                    "--max-candidates", "12", "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    buckets = json.loads((tmp_path / "t" / "wrong-code" / "buckets.json").read_text())
+    culprits = [b["culprit"] for b in buckets]
+    assert sorted(culprits) == sorted(set(culprits))  # one bucket per culprit pass
+    assert set(culprits) <= set(PLANTED) and len(culprits) >= 2
+    originals = [p.read_text() for p in (folder / "a").glob("crash-*.mlir") if ".exec" not in p.name
+                 and ".optimized" not in p.name]
+    for n, bucket in enumerate(buckets, 1):
+        program = (tmp_path / "t" / "wrong-code" / str(n) / "program.mlir").read_text()
+        assert PLANTED[bucket["culprit"]] in program  # the op the planted bug rewrites survives
+        assert len(program) < min(len(text) for text in originals)  # minimized
+        passes = ["canonicalize", "cse", "sccp"]  # PIPELINE's: the shortest differing prefix
+        shortest = passes[:passes.index(bucket["culprit"]) + 1]
+        assert bucket["pipeline"] == f"builtin.module({','.join(shortest)})"
+        test = tmp_path / "t" / "wrong-code" / str(n) / "test.mlir"
+        run = next(line for line in test.read_text().splitlines() if line.startswith("// RUN:"))
+        command = run.removeprefix("// RUN:").replace("%s", str(test))
+        assert str(optimizer) in command
+        buggy = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+        assert buggy.returncode != 0 and "error:" in buggy.stderr  # FileCheck fails on the double
+        good = subprocess.run(["bash", "-o", "pipefail", "-c", command.replace(str(optimizer), "mlir-opt-22")],
+                              capture_output=True, text=True)
+        assert good.returncode == 0, good.stderr  # and passes on mlir-opt-22

@@ -168,7 +168,7 @@ def lit_test(program: str, settings: OracleSettings, pipeline: str, reference: s
     lowering = shlex.join([settings.toolchain.mlir_opt, *LOWERING])
     runner = shlex.join([settings.toolchain.runner, "-e", "main", "-entry-point-result=void", "-O0",
                          f"-shared-libs={settings.toolchain.runtime_library}"])
-    lines = [f"// RUN: {optimizer} %s | {lowering} | {runner} | FileCheck-22 %s"]
+    lines = [f"// RUN: {optimizer} < %s | {lowering} | {runner} | FileCheck-22 %s"]
     for k, line in enumerate(reference.splitlines()):
         lines.append(f"// {'CHECK' if k == 0 else 'CHECK-NEXT'}: {{{{^}}}}{line}{{{{$}}}}")
     return "\n".join(lines) + "\n" + exec_module(program)
