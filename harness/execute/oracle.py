@@ -101,8 +101,9 @@ def verdict_record(judgement) -> dict | None:
 
 
 def oracle_target(optimizer: Optimizer, timeout: float) -> Target:
-    """The optimizer as a runner target (it reads the exec rendering: upstream ops only)."""
-    return Target(name="differential", argv=tuple(optimizer.argv()), render="oracle",
+    """The optimizer as a runner target: the programs it is given are canonical (the
+    runner renders them for execution), its command line is the optimizer's."""
+    return Target(name="differential", argv=tuple(optimizer.argv()), render="canonical",
                   timeout=timeout, memory_mb=None)
 
 
