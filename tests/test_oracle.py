@@ -136,3 +136,15 @@ def test_triage_gives_one_bucket_per_planted_bug_and_a_lit_test(swept, tmp_path)
         good = subprocess.run(["bash", "-o", "pipefail", "-c", command.replace(str(optimizer), "mlir-opt-22")],
                               capture_output=True, text=True)
         assert good.returncode == 0, good.stderr  # and passes on mlir-opt-22
+
+
+@pytest.mark.parametrize("command", ["fuzz", "triage"])
+def test_fuzz_and_triage_refuse_an_optimizer_that_prints_no_mlir(tmp_path, command):
+    where = (["--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"), "--runs", "5"]
+             if command == "fuzz" else [str(tmp_path), "--out", str(tmp_path / "t")])
+    done = loomfuzz(command, "--profile", "wide", "--oracle", "differential", "--mlir-opt", "/bin/echo",
+                    *where, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not print MLIR" in lines[0]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "t").exists()
