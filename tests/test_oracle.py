@@ -148,3 +148,19 @@ def test_fuzz_and_triage_refuse_an_optimizer_that_prints_no_mlir(tmp_path, comma
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "does not print MLIR" in lines[0]
     assert not (tmp_path / "a").exists() and not (tmp_path / "t").exists()
+
+
+def test_pipeline_bisection_keeps_a_nested_pipeline_whole_then_bisects_inside():
+    from harness.triage.wrong_code import culprit_pass
+
+    pipeline = "builtin.module(canonicalize,func.func(cse,sccp),symbol-dce)"
+    asked = []
+
+    def differs(prefix: str) -> bool:  # a bug in sccp: any pipeline that runs it differs
+        asked.append(prefix)
+        return "sccp" in prefix
+
+    assert culprit_pass(differs, pipeline) == ("func.func(sccp)", "builtin.module(canonicalize,func.func(cse,sccp))")
+    assert asked == ["builtin.module(canonicalize)", "builtin.module(canonicalize,func.func(cse,sccp))",
+                     "builtin.module(canonicalize,func.func(cse))", "builtin.module(canonicalize,func.func(cse,sccp))"]
+    assert culprit_pass(lambda p: False, pipeline) == ("", pipeline)

@@ -37,7 +37,7 @@ from harness.core.render import render
 from harness.execute.differential import Optimizer, WrongCode, judge
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError, exec_module
+from harness.execute.render_exec import ExecRenderError, _split_list, exec_module
 from harness.execute.toolchain import LOWERING
 
 __all__ = ["Bucket", "WrongCodeReport", "culprit_pass", "is_wrong_code", "pipeline_passes",
@@ -64,20 +64,6 @@ def wrong_code_findings(paths: list[str]) -> list[Path]:
     return out
 
 
-def _split_top(text: str) -> list[str]:
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i].strip())
-            start = i + 1
-    last = text[start:].strip()
-    return items + ([last] if last else [])
-
-
 def pipeline_passes(pipeline: str) -> tuple[str, list[str]]:
     """(anchor, top-level passes) of a textual pipeline ``anchor(p1,p2,...)``; flags
     (``-a -b``) give the anchor ``""`` and one pass per flag."""
@@ -86,7 +72,7 @@ def pipeline_passes(pipeline: str) -> tuple[str, list[str]]:
     match = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*", pipeline, re.S)
     if match is None:
         return "", [pipeline]
-    return match.group(1), _split_top(match.group(2))
+    return match.group(1), _split_list(match.group(2))
 
 
 def _joined(anchor: str, passes: list[str]) -> str:
@@ -103,7 +89,7 @@ def culprit_pass(differs: Callable[[str], bool], pipeline: str) -> tuple[str, st
             continue
         nested = re.fullmatch(r"([\w.]+)\((.*)\)", passes[k - 1], re.S)
         if nested:
-            inner = _split_top(nested.group(2))
+            inner = _split_list(nested.group(2))
             for j in range(1, len(inner) + 1):
                 inside = f"{nested.group(1)}({','.join(inner[:j])})"
                 candidate = _joined(anchor, passes[:k - 1] + [inside])
