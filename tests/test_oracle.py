@@ -164,3 +164,12 @@ def test_pipeline_bisection_keeps_a_nested_pipeline_whole_then_bisects_inside():
     assert asked == ["builtin.module(canonicalize)", "builtin.module(canonicalize,func.func(cse,sccp))",
                      "builtin.module(canonicalize,func.func(cse))", "builtin.module(canonicalize,func.func(cse,sccp))"]
     assert culprit_pass(lambda p: False, pipeline) == ("", pipeline)
+
+
+def test_enumerate_run_takes_the_oracle(tmp_path):
+    done = loomfuzz("enumerate", "--run", "--oracle", "differential", "--pipeline", PIPELINE,
+                    "--count", "30", "--artifacts", str(tmp_path / "a"), "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runner differential" in done.stdout and "findings:   none" in done.stdout
+    assert "programs:   30 (indices 0-29)" in done.stdout
+    assert "accepted            30" in done.stdout
