@@ -183,7 +183,7 @@ class DifferentialRunner(Runner):
                 live.append((k, program, exec_text))
         if live:
             verdicts = judge_many([e for _, _, e in live], self.settings.optimizer, self.settings.toolchain)
-            self._count(3)  # one optimizer process, one reference run per side (lower + run each)
+            self._count(5)  # one optimizer process; a lowering and a run per side
             for (k, program, exec_text), verdict in zip(live, verdicts):
                 results[k] = self._judged(program, exec_text, verdict)
         return [results[k] for k in range(len(batch))]
@@ -193,8 +193,8 @@ class DifferentialRunner(Runner):
 
     def _plain(self, program: Program, exec_text: str, why: str) -> Result:
         outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, "", "", 0.0, why)
-        return self._result(program, outcome, OracleVerdict(outcome, "same values", False, "", "",
-                                                      exec_text=exec_text), 0)
+        verdict = OracleVerdict(outcome, "same values", False, "", "", exec_text=exec_text)
+        return self._result(program, outcome, verdict, 0)
 
     def _judged(self, program: Program, exec_text: str, verdict) -> Result:
         if isinstance(verdict, TargetFailed) and verdict.stage == "optimize":
@@ -206,23 +206,22 @@ class DifferentialRunner(Runner):
                 judgement=verdict, exec_text=exec_text), 2)
         if isinstance(verdict, WrongCode):  # confirmed alone: deterministic or not a finding
             verdict = judge(exec_text, self.settings.optimizer, self.settings.toolchain)
-            self._count(3)
-        optimized = verdict.optimized_text if isinstance(verdict, WrongCode) else (
-            verdict.output if isinstance(verdict, Same) else "")
+            self._count(5)  # the same, for this program alone
+        optimized = verdict.optimized_text if isinstance(verdict, WrongCode) else ""
         outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, optimized, getattr(verdict, "stderr", ""),
                           0.0, "exit status 0")
         if isinstance(verdict, Same):
-            return self._result(program, outcome, OracleVerdict(outcome, "same values", False, "", "",
-                                                          exec_text=exec_text), 1)
+            same = OracleVerdict(outcome, "same values", False, "", "", exec_text=exec_text)
+            return self._result(program, outcome, same, 1)
         if isinstance(verdict, WrongCode):
             why = f"wrong-code: {verdict.describe()}"
         elif isinstance(verdict, ReferenceFailed):
             why = f"reference-failure ({verdict.stage}): {verdict.detail}"
         else:
             why = f"target-failure ({verdict.stage}): {verdict.detail}"
-        return self._result(program, outcome, OracleVerdict(outcome, "same values", True, why[:300], "",
-                                                      verdict.kind, judgement=verdict,
-                                                      exec_text=exec_text), 2)
+        finding = OracleVerdict(outcome, "same values", True, why[:300], "", verdict.kind,
+                                judgement=verdict, exec_text=exec_text)
+        return self._result(program, outcome, finding, 2)
 
 
 @dataclass(frozen=True)

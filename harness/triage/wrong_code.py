@@ -34,7 +34,7 @@ from harness.core.grammar import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
-from harness.execute.differential import Optimizer, WrongCode, judge
+from harness.execute.differential import WrongCode, judge
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
 from harness.execute.render_exec import ExecRenderError, _split_list, exec_module
