@@ -237,7 +237,9 @@ class LoomOptFuzzer:
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program))
-            kind = outcome.kind.value
+            # the differential oracle's kinds are its own: its outcome is the optimizer's exit 0
+            differential = verdict.kind in ("wrong-code", "reference-failure", "target-failure")
+            kind = verdict.kind if differential else outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
             raise Finding(f"{target.name}: {verdict.why} "
