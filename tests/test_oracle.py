@@ -173,3 +173,13 @@ def test_enumerate_run_takes_the_oracle(tmp_path):
     assert "runner differential" in done.stdout and "findings:   none" in done.stdout
     assert "programs:   30 (indices 0-29)" in done.stdout
     assert "accepted            30" in done.stdout
+
+
+def test_the_crash_triage_leaves_wrong_code_findings_to_the_oracle(swept, tmp_path):
+    folder, _, _ = swept
+    done = loomfuzz("triage", str(folder / "a"), "--target", "mlir-opt", "--out", str(tmp_path / "t"),
+                    "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    findings = len(list((folder / "a").glob("crash-*.json")))
+    assert "run 1: 0 input(s)" in done.stderr
+    assert f"{4 * findings + 1} file(s) skipped" in done.stderr  # 4 files a finding, the journal

@@ -105,6 +105,7 @@ from harness.triage.dedup import facts_of, find_duplicates
 from harness.triage.progress import Progress
 from harness.triage.runs import Run, TriageRunner
 from harness.triage.signature import Signature, run_key_of
+from harness.triage.wrong_code import left_to_the_oracle
 
 __all__ = [
     "ARTIFACT_PREFIXES",
@@ -256,6 +257,10 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                     continue
                 if any(real == e or real.startswith(e + "-") for e in excluded):
                     continue  # the database's -wal/-shm files
+                oracle_file = left_to_the_oracle(full, names)
+                if oracle_file:
+                    out.skipped.append((str(full), oracle_file))
+                    continue
                 stem, suffix = os.path.splitext(name)
                 if suffix in _SIDECAR_SUFFIXES and stem in names and _is_artifact(stem):
                     out.skipped.append((str(full), f"sidecar of {stem}"))

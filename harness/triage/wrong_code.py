@@ -40,7 +40,7 @@ from harness.execute.oracle import OracleSettings
 from harness.execute.render_exec import ExecRenderError, _split_list, exec_module
 from harness.execute.toolchain import LOWERING
 
-__all__ = ["Bucket", "WrongCodeReport", "culprit_pass", "is_wrong_code", "pipeline_passes",
+__all__ = ["Bucket", "WrongCodeReport", "culprit_pass", "is_wrong_code", "left_to_the_oracle", "pipeline_passes",
            "signature_of", "triage_wrong_code", "wrong_code_findings"]
 
 
@@ -49,6 +49,18 @@ def is_wrong_code(sidecar: Path) -> bool:
         return json.loads(sidecar.read_text()).get("finding_kind") == "wrong-code"
     except (OSError, ValueError):
         return False
+
+
+def left_to_the_oracle(path: Path, names: set[str]) -> str | None:
+    """Why the crash triage skips ``path`` (in a folder of ``names``): a wrong-code finding,
+    or its exec / optimized sidecar; None for any other file."""
+    name = path.name
+    for suffix in (".exec.mlir", ".optimized.mlir"):
+        if name.endswith(suffix) and name[:-len(suffix)] + ".json" in names:
+            return f"sidecar of the finding {name[:-len(suffix)]}"
+    if name.endswith(".mlir") and name[:-5] + ".json" in names and is_wrong_code(path.with_suffix(".json")):
+        return "a wrong-code finding: triage it with --oracle differential"
+    return None
 
 
 def wrong_code_findings(paths: list[str]) -> list[Path]:
