@@ -71,8 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     triage.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")
     triage.add_argument("--no-batch", action="store_true",
-                        help="one process per run (default: first runs share processes where the target "
-                             "takes --split-input-file)")
+                        help="with --runner batch: first runs one process each too (default: they share "
+                             "processes where the target takes --split-input-file)")
 
 
 def _error(message: str) -> int:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         return _report(args, words)
     except Exception as error:  # one line for the user, whatever failed
         from harness.triage.crashdb import DatabaseError
-        from harness.triage.pipeline import InputError
+        from harness.triage.inputs import InputError
 
         if isinstance(error, (DatabaseError, InputError)):
             return _error(str(error))
