@@ -183,3 +183,20 @@ def test_the_crash_triage_leaves_wrong_code_findings_to_the_oracle(swept, tmp_pa
     findings = len(list((folder / "a").glob("crash-*.json")))
     assert "run 1: 0 input(s)" in done.stderr
     assert f"{4 * findings + 1} file(s) skipped" in done.stderr  # 4 files a finding, the journal
+
+
+def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, tmp_path):
+    """``fuzz --oracle differential`` against the double: a wrong-code finding, written as
+    ``run`` writes one, and counted by kind in the summary's ``stats.csv``."""
+    _, optimizer, _ = swept
+    artifacts, corpus = tmp_path / "a", tmp_path / "c"
+    done = loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential", "--mlir-opt", str(optimizer),
+                    "--pipeline", PIPELINE, "--corpus", str(corpus), "--artifacts", str(artifacts),
+                    "--runs", "120", "--seed", "1", cwd=ROOT)
+    kinds = [json.loads(p.read_text()).get("finding_kind") for p in artifacts.glob("crash-*.json")]
+    assert "wrong-code" in kinds, done.stdout[-2000:] + done.stderr[-2000:]
+    finding = next(p for p in artifacts.glob("crash-*.json") if json.loads(p.read_text())["finding_kind"] == "wrong-code")
+    assert finding.with_suffix(".exec.mlir").exists() and finding.with_suffix(".optimized.mlir").exists()
+    rows = (artifacts / "stats.csv").read_text().splitlines()
+    header, last = rows[0].split(","), rows[-1].split(",")
+    assert int(last[header.index("findings_wrong-code")]) == kinds.count("wrong-code")
