@@ -20,6 +20,7 @@ from harness.core.grammar import CompiledGrammar, Node, default_grammar
 from harness.core.parse import parse, split_programs
 from harness.core.render import render
 from harness.run.runner import Target
+from harness.triage.wrong_code import left_to_the_oracle
 
 __all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "load_input_file"]
 
@@ -141,6 +142,10 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                     continue
                 if any(real == e or real.startswith(e + "-") for e in excluded):
                     continue  # the database's -wal/-shm files
+                oracle_file = left_to_the_oracle(full, names)
+                if oracle_file:
+                    out.skipped.append((str(full), oracle_file))
+                    continue
                 stem, suffix = os.path.splitext(name)
                 if suffix in _SIDECAR_SUFFIXES and stem in names and _is_artifact(stem):
                     out.skipped.append((str(full), f"sidecar of {stem}"))
