@@ -29,7 +29,7 @@ DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"
 #: Wide programs with issue 23's vocabulary (division, shifts, cmpi/select, min/max, overflow
 #: flags, data-driven loops, store-then-load): a few hundred, every new op kind reached, each
 #: judged through three pipelines (the issue's 2,000 per pipeline run in benchmarks/bench_exec.py:
-#: at 35 programs/s per pipeline idle, 8 under load, they do not fit the suite's time).
+#: at 28 programs/s per pipeline at load 1-2, 8 at load 5-8, they do not fit the suite's time).
 WIDE_COUNT = 300
 #: What the sample must reach: each new op kind, each flag form, the data-driven loop's bound,
 #: two carried values, a store then a load (of the same or another index).
