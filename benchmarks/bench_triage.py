@@ -25,6 +25,16 @@ processes:
   canonicalize,cse,sccp): random wide programs as ``.mlir`` files (mlir-opt-22
   accepts them all: this measures the inputs that do not reproduce).
 
+Then (issues 24 and 27) triage through ``--runner process`` and ``--runner
+persistent`` side by side on the same findings (:func:`compare_runners`):
+target runs, target processes started (execs, counted by wrappers around the
+tool and its driver) and wall time per input, and whether both gave the same
+buckets, signatures and minimized programs.  Two targets: the persistent
+double (tests/fixtures/persistent_fake.c as loom-opt, 35 ms of start-up like
+mlir-opt-22, crashes planted on llvm.freeze and llvm.call) and mlir-opt-22
+itself with the driver .ci/setup builds (random wide programs, which it
+accepts: repeats).  ``--only-runners`` runs this part alone.
+
 With ``--baseline DIR`` (a checkout of loom-fuzz before issue 27, e.g. made by
 ``git worktree add DIR COMMIT``) the same findings are triaged by that
 checkout too, side by side: processes and wall time per input, buckets, bugs.
@@ -85,7 +95,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", metavar="DIR", help="a loom-fuzz checkout to compare with")
     parser.add_argument("--only-cli", action="store_true", help="only the per-input comparison")
+    parser.add_argument("--only-runners", action="store_true", help="only process vs persistent")
     args = parser.parse_args()
+    if args.only_runners:
+        work = Path(tempfile.mkdtemp(prefix="bench-triage-"))
+        try:
+            compare_runners(work, args)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if args.only_cli:
         work = Path(tempfile.mkdtemp(prefix="bench-triage-"))
         try:
@@ -179,6 +197,8 @@ def main() -> None:
               f"{statistics.median([r for n, rs in per_bug.items() if n != 'flaky' for r in rs])}")
         print()
         compare_cli(work, fake, args)
+        print()
+        compare_runners(work, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -263,6 +283,92 @@ def compare_cli(work: Path, fake: str, args) -> None:
                        "buckets", "bugs", "bugs reported/real bug"]))
     print("(bugs: entries of the report, a bucket with its duplicates folded under it; before issue 27 "
           "every bucket was one)")
+
+
+def _triage_with(kind: str, target, inputs: Path, out: Path, jobs: int) -> tuple[object, float, list]:
+    """One in-process triage through ``--runner kind``: (summary, seconds, buckets)."""
+    config = TriageConfig(inputs=[str(inputs)], target=target, db_path=str(out / "t.db"), out_dir=None,
+                          jobs=jobs, repeat=3, progress=False, runner=kind)
+    out.mkdir()
+    started = time.perf_counter()
+    summary = run_triage(config, log=lambda message: None)
+    seconds = time.perf_counter() - started
+    with TriageDB(config.db_path, create=False) as db:
+        buckets = sorted((b["signature"], b["minimized_text"]) for b in db.buckets())
+    return summary, seconds, buckets
+
+
+def compare_runners(work: Path, args) -> None:
+    """Triage of the same findings through --runner process and --runner persistent."""
+    from harness.core.grammar import load_profile
+    from harness.core.render import render as render_tree
+    from harness.run.expectations import parse_expectations
+    from harness.run.persistent import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path
+    from harness.run.runner import Target
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    double = work / "persistent-fake"
+    subprocess.run([cc, "-O1", "-o", str(double), str(ROOT / "tests" / "fixtures" / "persistent_fake.c")],
+                   check=True)
+    grammar = default_grammar()
+    n = 60 if args.quick else 150
+    texts = sorted((render_tree(t, grammar) for t in random_trees(grammar, 24, 8 * n)), key=len, reverse=True)
+    fake_inputs = work / "runners-fake"
+    fake_inputs.mkdir()
+    chosen = ([t for t in texts if "llvm.freeze" in t][: n // 2]
+              + [t for t in texts if "llvm.call" in t and "llvm.freeze" not in t][: n // 4]
+              + [t for t in texts if "llvm.call" not in t and "llvm.freeze" not in t][: n // 4])
+    for k, text in enumerate(chosen):
+        (fake_inputs / f"finding-{k}.mlir").write_text(text)
+    wide = load_profile("wide")
+    mlir_inputs = work / "runners-mlir"
+    mlir_inputs.mkdir()
+    for k, tree in enumerate(random_trees(wide, 2024, 40 if args.quick else 100)):
+        (mlir_inputs / f"finding-{k}.mlir").write_text(render_tree(tree, wide, "oracle"))
+
+    tool, tool_count = counting_wrapper(work, "runners-tool", str(double))
+    driver, driver_count = counting_wrapper(work, "runners-driver", str(double))
+    driver.write_text(driver.read_text().replace('"$@"', '--persistent "$@"'))
+    mlir, mlir_count = counting_wrapper(work, "runners-mlir-opt",
+                                        shutil.which("mlir-opt-22") or "/usr/lib/llvm-22/bin/mlir-opt")
+    mlir_driver, mlir_driver_count = counting_wrapper(
+        work, "runners-mlir-driver", os.environ.get(DRIVER_ENV) or str(default_driver_path()))
+    either = parse_expectations({"rules": [{"name": "any", "expect": "either"}]}, "bench:any")
+    fake_target = Target("loom-opt", (str(tool), "--startup-ms=35", "--abort-on=llvm.freeze",
+                                      "--segv-on=llvm.call"), expectations=either)
+    mlir_target = resolve_target("mlir-opt", pipeline="builtin.module(canonicalize,cse,sccp)")
+    mlir_target = Target(mlir_target.name, (str(mlir), *mlir_target.argv[1:]), mlir_target.render,
+                         expectations=mlir_target.expectations)
+    saved = {k: os.environ.get(k) for k in (LOOM_DRIVER_ENV, DRIVER_ENV)}
+    os.environ[LOOM_DRIVER_ENV], os.environ[DRIVER_ENV] = str(driver), str(mlir_driver)
+    rows = []
+    try:
+        for name, target, inputs, counts in (
+                ("persistent double", fake_target, fake_inputs, (tool_count, driver_count)),
+                ("mlir-opt-22", mlir_target, mlir_inputs, (mlir_count, mlir_driver_count))):
+            results = {}
+            for kind in ("process", "persistent"):
+                for count in counts:
+                    count.unlink(missing_ok=True)
+                summary, seconds, buckets = _triage_with(kind, target, inputs,
+                                                         work / f"runners-{name[:4]}-{kind}", args.jobs)
+                execs = sum(len(c.read_text().splitlines()) for c in counts if c.exists())
+                results[kind] = buckets
+                rows.append([name, kind, summary.inputs, summary.buckets, summary.target_runs, execs,
+                             summary.processes, round(execs / summary.inputs, 2),
+                             round(1000 * seconds / summary.inputs, 1)])
+            rows[-1].append("yes" if results["process"] == results["persistent"] else "NO")
+            rows[-2].append("")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    print(f"triage through --runner process vs persistent (in-process run_triage, repeat 3, --jobs {args.jobs}; "
+          "execs counted by wrappers, processes = execs + forks):")
+    print(table(rows, ["findings", "runner", "inputs", "buckets", "target runs", "execs", "processes",
+                       "execs/input", "ms/input (wall)", "same buckets+minimized"]))
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ from harness.run.runners import Program
 PROG = "loom_opt_fuzzer"
 OPTIONS = ("target", "loom-opt", "pass-args", "pipeline", "expectations", "timeout",
            "memory-mb", "artifacts", "coverage", "grammar-features", "grammar", "profile",
-           "runner", "restart-every")
+           "runner", "restart-every", "oracle", "mlir-opt")
 
 
 class Finding(Exception):
@@ -237,7 +237,9 @@ class LoomOptFuzzer:
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
             result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program))
-            kind = outcome.kind.value
+            # the differential oracle's kinds are its own: its outcome is the optimizer's exit 0
+            differential = verdict.kind in ("wrong-code", "reference-failure", "target-failure")
+            kind = verdict.kind if differential else outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
             raise Finding(f"{target.name}: {verdict.why} "
@@ -320,6 +322,23 @@ def _persistent_target(target, restart_every: str | None):
         fail(f"--runner persistent: {error}", 1)
 
 
+def _differential_runner(opts: dict, timeout: float):
+    """``--oracle differential``: the optimizer ``--mlir-opt`` (default mlir-opt-22) with
+    ``--pipeline``, judged by execution (harness.execute.oracle); unusable: exit 2."""
+    from harness.execute.differential import Optimizer
+    from harness.execute.oracle import DifferentialRunner, OracleError, OracleSettings, check_oracle
+    from harness.run.runner import DEFAULT_MLIR_PIPELINE
+
+    optimizer = Optimizer(opts.get("mlir-opt") or "mlir-opt-22",
+                          opts.get("pipeline") or DEFAULT_MLIR_PIPELINE, timeout=timeout)
+    settings = OracleSettings(optimizer)
+    try:
+        check_oracle(settings)
+    except OracleError as error:
+        fail(str(error))
+    return DifferentialRunner(settings)
+
+
 def _worker_name(flags: list[str]) -> str:
     """``job-N`` for libFuzzer's fork-mode job N (its corpus is .../C<N>), ``merge-P``
     for a process libFuzzer runs to merge a corpus, else ``pid-P``."""
@@ -353,20 +372,30 @@ def main(argv: list[str]) -> None:
     if timeout <= 0:
         fail("--timeout must be positive")
     pass_args = shlex.split(opts["pass-args"]) if "pass-args" in opts else None
+    oracle = (opts.get("oracle") or "crash").lower()
+    if oracle not in ("crash", "differential"):
+        fail(f"--oracle takes crash or differential, not {oracle!r}")
     try:
-        target = resolve_target(
-            name,
-            loom_opt=opts.get("loom-opt") or None,
-            pass_args=pass_args,
-            pipeline=opts.get("pipeline") or None,
-            timeout=timeout,
-            memory_mb=memory_mb if memory_mb > 0 else None,
-            expectations_path=opts.get("expectations") or None,
-        )
+        if oracle == "differential":  # the optimizer runs the exec rendering (harness.execute.oracle)
+            differential = _differential_runner(opts, timeout)
+            target = differential.target
+        else:
+            target = resolve_target(
+                name,
+                loom_opt=opts.get("loom-opt") or None,
+                pass_args=pass_args,
+                pipeline=opts.get("pipeline") or None,
+                timeout=timeout,
+                memory_mb=memory_mb if memory_mb > 0 else None,
+                expectations_path=opts.get("expectations") or None,
+            )
     except (TargetNotFound, ExpectationsError) as error:
         fail(str(error), 1)
-    # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
-    target = with_robust_expectations(target, grammar, bool(opts.get("expectations")))
+    if oracle == "differential" and (opts.get("runner") or "process") != "process":
+        fail("--oracle differential runs programs through its own runner: no --runner")
+    if oracle != "differential":
+        # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
+        target = with_robust_expectations(target, grammar, bool(opts.get("expectations")))
 
     artifacts = opts.get("artifacts")
     if artifacts and not has_flag(flags, "artifact_prefix"):
@@ -403,7 +432,9 @@ def main(argv: list[str]) -> None:
         if persistent is None:
             target = dataclasses.replace(target, env={**target.env, **bridge.env})
     runner = None
-    if not is_fork_parent:
+    if oracle == "differential":
+        runner = None if is_fork_parent else differential
+    elif not is_fork_parent:
         from harness.run.runners import PersistentPool, ProcessRunner
 
         if persistent is not None:

@@ -14,6 +14,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FAKE_SOURCE = FIXTURES / "fake_loom_opt.c"
 
 
+def build_c(source: Path, out: Path) -> str:
+    """``source`` compiled with ``cc`` to ``out``; fails the test when it cannot be."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        pytest.fail(f"no C compiler (cc) to build {source}")
+    proc = subprocess.run([cc, "-O1", "-g", "-o", str(out), str(source)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cc failed to build {source}:\n{proc.stderr}")
+    return str(out)
+
+
 @pytest.fixture(scope="session")
 def fake_loom_opt(tmp_path_factory) -> str:
     """Path of the planted-bug test double, compiled with ``cc`` once per session.
@@ -21,18 +32,14 @@ def fake_loom_opt(tmp_path_factory) -> str:
     Flags: ``--plant=LIST`` (default: assert, segv, fatal, flaky); see the top
     of tests/fixtures/fake_loom_opt.c.
     """
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        pytest.fail("no C compiler (cc) to build tests/fixtures/fake_loom_opt.c")
-    out = tmp_path_factory.mktemp("fake") / "fake-loom-opt"
-    proc = subprocess.run(
-        [cc, "-O1", "-g", "-o", str(out), str(FAKE_SOURCE)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"cc failed to build {FAKE_SOURCE}:\n{proc.stderr}")
-    return str(out)
+    return build_c(FAKE_SOURCE, tmp_path_factory.mktemp("fake") / "fake-loom-opt")
+
+
+@pytest.fixture(scope="session")
+def persistent_fake(tmp_path_factory) -> str:
+    """Path of tests/fixtures/persistent_fake.c (a one-shot tool and a
+    fork-server driver with planted faults), compiled once per session."""
+    return build_c(FIXTURES / "persistent_fake.c", tmp_path_factory.mktemp("pfake") / "persistent-fake")
 
 
 MLIR_OPT_INSTALL = "apt-get install -y --no-install-recommends mlir-22-tools (or: bash .ci/setup)"

@@ -85,10 +85,10 @@ def test_slurm_array_gives_each_task_its_shard(tmp_path):
     assert folders == {f"sweep/shard-{k}" for k in range(shards)}
 
 
-def test_readme_gnu_parallel_line_runs_every_shard():
-    readme = (ROOT / "README.md").read_text()
-    lines = re.findall(r"^parallel .*$", readme, re.M)
-    assert lines, "README shows the GNU parallel one-liner"
+def test_sweep_page_gnu_parallel_line_runs_every_shard():
+    page = (ROOT / "docs" / "how-to" / "sweep.md").read_text()
+    lines = re.findall(r"^parallel .*$", page, re.M)
+    assert lines, "docs/how-to/sweep.md shows the GNU parallel one-liner"
     line = lines[0]
     command, _, values = line.partition(" ::: ")
     indices = subprocess.run(["bash", "-c", f"echo {values}"], capture_output=True, text=True).stdout.split()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -34,19 +33,11 @@ from harness.run.runners import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-FAKE_SOURCE = Path(__file__).parent / "fixtures" / "persistent_fake.c"
 
 
 @pytest.fixture(scope="module")
-def fake(tmp_path_factory) -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.fail("no C compiler (cc) to build tests/fixtures/persistent_fake.c")
-    out = tmp_path_factory.mktemp("rfake") / "persistent-fake"
-    proc = subprocess.run([cc, "-O1", "-o", str(out), str(FAKE_SOURCE)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"cc failed to build {FAKE_SOURCE}:\n{proc.stderr}")
-    return str(out)
+def fake(persistent_fake) -> str:
+    return persistent_fake
 
 
 def _targets(fake: str, *options: str, timeout: float = 5.0) -> tuple[Target, PersistentTarget]:

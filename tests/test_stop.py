@@ -25,7 +25,7 @@ from harness.core.grammar import default_grammar
 from harness.fuzzing.campaign import child_env, fuzz_target_script, seed_corpus
 from harness.run import lifetime
 from harness.run.atomic import remove_partials, write_atomically
-from harness.triage.pipeline import collect_inputs
+from harness.triage.inputs import collect_inputs
 
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]
 MARK = "LOOMFUZZ_STOP_TEST"

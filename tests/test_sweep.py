@@ -175,7 +175,7 @@ def test_the_same_command_again_runs_nothing(fake_loom_opt, tmp_path):
 
 
 def test_run_reads_files_streams_and_stdin_and_triage_reads_its_findings(fake_loom_opt, tmp_path):
-    from harness.triage.pipeline import collect_inputs
+    from harness.triage.inputs import collect_inputs
 
     stream = _loomfuzz("generate", "-n", "40", "--seed", "9").stdout
     (tmp_path / "in").mkdir()

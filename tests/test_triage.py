@@ -758,7 +758,7 @@ def _processes_running(binary: str) -> list[int]:
 
 def test_collect_inputs_streams_sidecars_and_skips(tmp_path):
     from shapes import encode_program as encode
-    from harness.triage.pipeline import collect_inputs
+    from harness.triage.inputs import collect_inputs
 
     folder = tmp_path / "artifacts"
     folder.mkdir()

@@ -202,6 +202,57 @@ def add_sweep_arguments(parser) -> None:
                         help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
                              "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_oracle_arguments(parser)
+
+
+def add_oracle_arguments(parser) -> None:
+    """``--oracle crash|differential`` and the differential oracle's optimizer and toolchain."""
+    from harness.execute.oracle import ORACLES
+
+    parser.add_argument("--oracle", choices=ORACLES, default="crash",
+                        help="crash (default): judge the target's outcome by the expectations; "
+                             "differential: optimize each program's exec rendering with --mlir-opt "
+                             "(and --pipeline), run it and the unoptimized module with the reference "
+                             "toolchain (mlir-opt-22 + mlir-runner-22) and report different printed "
+                             "values as wrong-code")
+    parser.add_argument("--mlir-opt", metavar="PATH", default="mlir-opt-22",
+                        help="with --oracle differential: the optimizer under test, any "
+                             "mlir-opt-compatible binary (default mlir-opt-22)")
+    parser.add_argument("--reference-runner", metavar="PATH", default="mlir-runner-22",
+                        help="with --oracle differential: the reference runner (default mlir-runner-22)")
+    parser.add_argument("--runtime-library", metavar="PATH", default=None,
+                        help="with --oracle differential: the runner's runtime library (default "
+                             "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so)")
+
+
+def sweep_target(args: argparse.Namespace, grammar):
+    """The target of ``run`` / ``enumerate --run``: with ``--oracle differential`` the
+    programs are read in the canonical rendering (the oracle renders them for execution),
+    else :func:`target_for_grammar`.  Raises ``TargetError``."""
+    if getattr(args, "oracle", "crash") == "differential":
+        from harness.run.runner import Target
+
+        return Target(name="differential", argv=(args.mlir_opt,), render="canonical")
+    return target_for_grammar(args, grammar)
+
+
+def oracle_from_args(args: argparse.Namespace):
+    """The differential oracle's settings, or None for ``--oracle crash``.  Raises
+    ``OracleError`` (one line; exit 2) when the optimizer or the toolchain is unusable."""
+    if getattr(args, "oracle", "crash") != "differential":
+        return None
+    from harness.execute.differential import Optimizer
+    from harness.execute.oracle import OracleSettings, check_oracle
+    from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
+    from harness.run.runner import DEFAULT_MLIR_PIPELINE
+
+    optimizer = Optimizer(args.mlir_opt, args.pipeline or DEFAULT_MLIR_PIPELINE,
+                          timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
+    toolchain = Toolchain(runner=args.reference_runner,
+                          runtime_library=args.runtime_library or DEFAULT_RUNTIME)
+    settings = OracleSettings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24)
+    check_oracle(settings)
+    return settings
 
 
 def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, source: str,
@@ -222,7 +273,14 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
         return 1
 
     try:
-        runner = runner_from_args(args, target)
+        settings = oracle_from_args(args)
+        if settings is not None:
+            from harness.execute.oracle import DifferentialRunner
+
+            runner = DifferentialRunner(settings, jobs=args.jobs)
+            target = runner.target
+        else:
+            runner = runner_from_args(args, target)
     except TargetError as failure:
         return error(str(failure))
     try:

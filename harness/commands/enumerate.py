@@ -15,7 +15,7 @@ from harness.commands import (
     add_target_arguments,
     grammar_from_args,
     sweep_command,
-    target_for_grammar,
+    sweep_target,
     whole_number,
 )
 
@@ -163,7 +163,7 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
     if args.render is not None:
         return _error("--render is for -o: --run renders the programs for the target")
     try:
-        target = target_for_grammar(args, grammar)
+        target = sweep_target(args, grammar)
     except TargetError as error:
         return _error(str(error))
     if target.render not in grammar.renderings:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from harness.commands import (
     TargetError,
     add_grammar_arguments,
+    add_oracle_arguments,
     add_target_arguments,
     grammar_from_args,
+    oracle_from_args,
     positive_number,
     probe_pipeline,
     profile_from_args,
@@ -47,6 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
     add_grammar_arguments(parser)
+    add_oracle_arguments(parser)
     parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
                         help="corpus folder, seeded when empty (default: corpus)")
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
@@ -113,7 +117,12 @@ def run(args: argparse.Namespace) -> int:
 
     env: dict[str, str] = {}
     loom_opt = None
-    if not args.self_test:
+    differential = args.oracle == "differential" and not args.self_test
+    if differential:
+        oracle_from_args(args)  # unusable optimizer or toolchain: one line, exit 2 (harness.cli)
+        if args.runner == "persistent":
+            return _error("--oracle differential runs programs through its own runner: no --runner", 2)
+    if not args.self_test and not differential:
         try:
             target = target_from_args(args)
         except TargetError as error:
@@ -215,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
         restart_every=args.restart_every,
         env=env,
         stats_interval=args.stats_interval,
+        oracle=args.oracle,
+        oracle_mlir_opt=os.path.abspath(args.mlir_opt) if "/" in args.mlir_opt else args.mlir_opt,
     )
     try:
         result = run_campaign(config, script)

@@ -12,7 +12,7 @@ from harness.commands import (
     add_target_arguments,
     grammar_from_args,
     sweep_command,
-    target_for_grammar,
+    sweep_target,
     whole_number,
 )
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
     try:
-        target = target_for_grammar(args, grammar)
+        target = sweep_target(args, grammar)
     except TargetError as error:
         return _error(str(error))
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.commands import (
     TargetError,
     add_grammar_arguments,
+    add_oracle_arguments,
     add_runner_argument,
     add_target_arguments,
     grammar_from_args,
@@ -52,6 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     target_group = parser.add_argument_group("target (as for loomfuzz fuzz)")
     add_target_arguments(target_group)
     add_runner_argument(target_group)
+    add_oracle_arguments(target_group)
     add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
@@ -69,8 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     triage.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")
     triage.add_argument("--no-batch", action="store_true",
-                        help="one process per run (default: first runs share processes where the target "
-                             "takes --split-input-file)")
+                        help="with --runner batch: first runs one process each too (default: they share "
+                             "processes where the target takes --split-input-file)")
 
 
 def _error(message: str) -> int:
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         return _report(args, words)
     except Exception as error:  # one line for the user, whatever failed
         from harness.triage.crashdb import DatabaseError
-        from harness.triage.pipeline import InputError
+        from harness.triage.inputs import InputError
 
         if isinstance(error, (DatabaseError, InputError)):
             return _error(str(error))
@@ -107,6 +109,28 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- run
 
 
+def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int:
+    """``--oracle differential``: the wrong-code findings (harness.triage.wrong_code)."""
+    from harness.commands import oracle_from_args
+    from harness.triage.wrong_code import triage_wrong_code, wrong_code_findings
+
+    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
+    findings = wrong_code_findings(inputs)
+    if not findings:
+        return _error("no wrong-code finding in " + ", ".join(inputs))
+    log = (lambda line: None) if args.no_progress else (
+        lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True))
+    report = triage_wrong_code(findings, settings, grammar, Path(args.out),
+                               max_evaluations=args.max_candidates, log=log)
+    for n, bucket in enumerate(report.buckets, 1):
+        print(f"{n}. culprit {bucket.culprit or '(whole pipeline)'} | {bucket.signature}: "
+              f"{len(bucket.findings)} finding(s); {args.out}/wrong-code/{n}/test.mlir")
+    if report.not_reproduced:
+        print(f"not reproduced: {len(report.not_reproduced)}")
+    print(f"report: {args.out}/wrong-code/report.md", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.run.runner import TargetNotFound
     from harness.triage.pipeline import TriageConfig, run_triage
@@ -114,6 +138,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
+    if args.oracle == "differential":
+        return _run_wrong_code(args, inputs, grammar)
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2

@@ -88,6 +88,8 @@ OPTION_ENV: dict[str, str] = {
     "profile": "LOOMFUZZ_PROFILE",
     "runner": "LOOMFUZZ_RUNNER",
     "restart-every": "LOOMFUZZ_RESTART_EVERY",
+    "oracle": "LOOMFUZZ_ORACLE",
+    "mlir-opt": "LOOMFUZZ_ORACLE_MLIR_OPT",
 }
 
 #: The line the fuzz target scripts print at exit (parsed by the campaign).
@@ -379,6 +381,8 @@ class CampaignConfig:
     runner: str = "process"  # process | persistent (harness.run.runners)
     restart_every: Optional[int] = None
     stats_interval: Optional[float] = None  # seconds between rows of stats.csv (None: series' default)
+    oracle: str = "crash"  # crash | differential (harness.execute.oracle)
+    oracle_mlir_opt: Optional[str] = None  # with differential: the optimizer under test
 
 
 @dataclass
@@ -461,6 +465,10 @@ def build_command(config: CampaignConfig, script: Path) -> list[str]:
             command.append(f"--coverage={config.coverage}")
         if config.grammar_features != "auto":
             command.append(f"--grammar-features={config.grammar_features}")
+        if config.oracle != "crash":
+            command.append(f"--oracle={config.oracle}")
+            if config.oracle_mlir_opt:
+                command.append(f"--mlir-opt={config.oracle_mlir_opt}")
         if config.runner == "persistent":
             command.append("--runner=persistent")
             if config.restart_every is not None:

@@ -268,6 +268,8 @@ class PersistentRunner:
         self._buffer = b""
         self.last_position = 0  # of the last program, since its driver started
         self.last_history: list[str] = []  # the programs before it
+        #: the fresh run's verdict when the last program judged was persistent-only
+        self.last_fresh: Optional[Verdict] = None
 
     # -- the driver's life ----------------------------------------------------
 
@@ -553,6 +555,7 @@ class PersistentRunner:
         ``self.last_history`` the programs before it, for the sidecar.
         """
         process = self.target.process
+        self.last_fresh = None
         outcome = self.run(text)
         verdict = self.judge(process, text, outcome)
         # history is reset only when the next driver starts: after a death it
@@ -577,6 +580,7 @@ class PersistentRunner:
         if fresh_verdict.finding:
             return fresh_verdict
         self.stats.persistent_only += 1
+        self.last_fresh = fresh_verdict
         return replace(
             verdict,
             persistent_only=True,

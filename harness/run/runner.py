@@ -85,6 +85,9 @@ DEFAULT_ENV: Mapping[str, str] = MappingProxyType({"LLVM_DISABLE_CRASH_REPORT": 
 FINDING_KINDS = (
     "crash", "timeout", "oom",
     "unexpected-rejection", "unexpected-acceptance", "wrong-diagnostic", "wrong-output",
+    # the differential oracle (harness.execute): values that differ after the optimizer,
+    # the trusted reference toolchain failing, the optimizer's output not MLIR
+    "wrong-code", "reference-failure", "target-failure",
 )
 
 _REASON_MAX = 300

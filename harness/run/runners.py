@@ -88,6 +88,8 @@ class Result:
     executions: int  # times this program went to the target (a confirmation included)
     #: a persistent-only finding's driver, position and history (its sidecar)
     evidence: Optional[PersistentEvidence] = None
+    #: a persistent-only finding's fresh run, which did not fail: what the program does alone
+    fresh: Optional[Verdict] = None
 
     def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
         """``NAME.mlir`` and ``NAME.json`` (harness.run.runner.write_finding), with the
@@ -264,8 +266,9 @@ class PersistentPool(Runner):
             executions += stats.confirmations - before[2]  # fresh processes of the process target
         self._count(stats.starts + stats.workers - before[1]
                     + (0 if self.persistent.fork_server else stats.confirmations - before[2]))
-        return Result(program, verdict.outcome, verdict, executions,
-                      runner.evidence() if verdict.persistent_only else None)
+        if verdict.persistent_only:
+            return Result(program, verdict.outcome, verdict, executions, runner.evidence(), runner.last_fresh)
+        return Result(program, verdict.outcome, verdict, executions)
 
     def worker_stats(self):
         """Each worker's :class:`harness.run.persistent.PersistentStats`."""

@@ -2,7 +2,7 @@
 
 The pipeline, for ``loomfuzz triage INPUT...``:
 
-1. **Collect** (:func:`collect_inputs`).  Files named on the command line are
+1. **Collect** (:func:`harness.triage.inputs.collect_inputs`).  Files named on the command line are
    always inputs.  Folders are scanned recursively (hidden entries, the
    output folder and the database skipped) for
 
@@ -28,11 +28,13 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 
 3. **Reproduce** each new program on the target (the runner's
    ``run_program`` + ``judge``, the same target as ``fuzz``) through one
-   :class:`harness.triage.runs.TriageRunner` (which counts every target run),
-   window by window (:data:`WINDOW` inputs):
+   :class:`harness.triage.runs.TriageRunner` (which counts every target run;
+   ``--runner``, by default persistent where the target's driver is built,
+   else batch), window by window (:data:`WINDOW` inputs):
 
-   * every input runs once, in ``jobs`` threads, batched where the target
-     takes ``--split-input-file`` (findings always re-run alone);
+   * every input runs once, in ``jobs`` threads, through each thread's
+     driver, or batched where the target takes ``--split-input-file``
+     (findings always re-run alone, or confirmed in a fresh worker);
    * an input without a finding runs ``repeat - 1`` more times (batched too):
      a flaky finding shows on some runs only;
    * then, in input order: an input whose crash is *bare* (neither a message
@@ -55,7 +57,9 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
    is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
-   retries a candidate until it is confident it does not reproduce.  The
+   retries a candidate until it is confident it does not reproduce.  Every
+   candidate runs through the same runner (each triage job's driver where
+   there is one: a crashing candidate costs a fork, not a process start).  The
    minimized program then runs ``max(repeat, VERIFY_RUNS)`` times
    (``VERIFY_FLAKY`` for a flaky bucket): how often each signature came is the
    bucket's *evidence*.  With ``text_reduce``, the minimized text is then
@@ -79,52 +83,39 @@ would have produced.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from harness.checker import check_text
 from harness.contract import contract_of, describe_grammar
 from harness.core.codec import decode, encode
 from harness.core.grammar import CompiledGrammar, Node, default_grammar
-from harness.core.parse import parse, split_programs
 from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import render
 from harness.core.tree import decisions, describe
 from harness.run.runner import Outcome, Target
 from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.dedup import facts_of, find_duplicates
+from harness.triage.inputs import Input, collect_inputs
 from harness.triage.progress import Progress
 from harness.triage.runs import Run, TriageRunner
 from harness.triage.signature import Signature, run_key_of
 
 __all__ = [
-    "ARTIFACT_PREFIXES",
-    "Collection",
-    "Input",
-    "InputError",
     "Interesting",
     "Reproduction",
     "TriageConfig",
     "TriageSummary",
-    "collect_inputs",
     "extra_runs",
-    "load_input_file",
     "majority",
     "run_triage",
 ]
-
-ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-", "minimized-from-")
-_NOT_ARTIFACT_SUFFIXES = (".mlir", ".json", ".txt", ".log", ".md", ".partial")  # .partial: half-written
-_SIDECAR_SUFFIXES = (".mlir", ".json")
 
 #: A flaky bucket's predicate retries a candidate until a miss this unlikely.
 FLAKY_MISS_PROBABILITY = 1e-4
@@ -139,133 +130,6 @@ VERIFY_RUNS = 5
 BARE_RUNS = 5
 #: Inputs whose first runs are made together (the rest of the input waits for them).
 WINDOW = 64
-
-
-class InputError(Exception):
-    """An input cannot be read; the message is one line naming the file."""
-
-
-def _sha(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
-
-
-# ------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True)
-class Input:
-    path: str  # the file, or FILE#k for the k-th program of a stream
-    file_sha: str  # SHA-256 of the file's bytes (of the chunk's text for a chunk)
-    source: str  # "bytes" | "mlir"
-    program: Node | None  # the derivation tree; None: not in the grammar, triaged as text
-    text: str  # canonical rendering (program) or the text as given
-    not_in_shape: str | None = None
-    grammar: CompiledGrammar | None = None
-
-    @property
-    def sha(self) -> str:
-        return _sha(self.text)
-
-    @property
-    def form(self) -> str:
-        return "tree" if self.program is not None else "text"
-
-    def target_text(self, target: Target) -> str:
-        """The text the target reads: its rendering of the tree, or the text as given."""
-        if self.program is None:
-            return self.text
-        return self.text if target.render == "canonical" else render(self.program, self.grammar,
-                                                                       target.render)
-
-
-@dataclass
-class Collection:
-    inputs: list[Input] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-
-
-def _is_artifact(name: str) -> bool:
-    return name.startswith(ARTIFACT_PREFIXES) and not name.endswith(_NOT_ARTIFACT_SUFFIXES)
-
-
-def load_input_file(path: Path, display: str | None = None,
-                    grammar: CompiledGrammar | None = None) -> list[Input]:
-    """The inputs one file holds (one, or one per program of a ``// -----`` stream)."""
-    display = display or str(path)
-    grammar = grammar or default_grammar()
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
-    if path.suffix != ".mlir":
-        program = decode(data, grammar)
-        return [Input(display, _sha(data), "bytes", program, render(program, grammar), None, grammar)]
-    text = data.decode("utf-8", errors="replace")
-    chunks = split_programs(text)
-    if len(chunks) > 1:
-        chunks = [c for c in chunks if c.strip()]
-    inputs = []
-    for k, chunk in enumerate(chunks, 1):
-        name = display if len(chunks) == 1 else f"{display}#{k}"
-        file_sha = _sha(data) if len(chunks) == 1 else _sha(chunk)
-        parsed = parse(chunk, grammar)
-        if parsed.tree is not None:
-            inputs.append(Input(name, file_sha, "mlir", parsed.tree, render(parsed.tree, grammar),
-                                None, grammar))
-        else:
-            inputs.append(Input(name, file_sha, "mlir", None, chunk, parsed.reason, grammar))
-    return inputs
-
-
-def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
-                   grammar: CompiledGrammar | None = None) -> Collection:
-    """Every input under ``paths`` (files as given, folders scanned); raises InputError."""
-    excluded = {os.path.realpath(p) for p in exclude}
-    out = Collection()
-    seen_files: set[str] = set()
-    for given in paths:
-        p = Path(given)
-        if not p.exists():
-            raise InputError(f"{given}: no such file or folder")
-        if p.is_file():
-            real = os.path.realpath(p)
-            if real not in seen_files:
-                seen_files.add(real)
-                out.inputs.extend(load_input_file(p, given, grammar))
-            continue
-        if not p.is_dir():
-            raise InputError(f"{given}: not a file or a folder")
-        if not os.access(p, os.R_OK | os.X_OK):
-            raise InputError(f"{given}: cannot read the folder")
-
-        def walk_error(error: OSError) -> None:
-            raise InputError(f"{error.filename}: cannot read the folder: {error.strerror}")
-
-        for root, dirs, files in os.walk(p, onerror=walk_error):
-            dirs[:] = sorted(
-                d for d in dirs
-                if not d.startswith(".") and os.path.realpath(os.path.join(root, d)) not in excluded
-            )
-            names = set(files)
-            for name in sorted(files):
-                full = Path(root) / name
-                real = os.path.realpath(full)
-                if name.startswith(".") or real in excluded or real in seen_files:
-                    continue
-                if any(real == e or real.startswith(e + "-") for e in excluded):
-                    continue  # the database's -wal/-shm files
-                stem, suffix = os.path.splitext(name)
-                if suffix in _SIDECAR_SUFFIXES and stem in names and _is_artifact(stem):
-                    out.skipped.append((str(full), f"sidecar of {stem}"))
-                    continue
-                if _is_artifact(name) or suffix == ".mlir":
-                    seen_files.add(real)
-                    out.inputs.extend(load_input_file(full, grammar=grammar))
-                else:
-                    out.skipped.append((str(full), "not a fuzz artifact or .mlir file"))
-    return out
 
 
 # ------------------------------------------------------------ reproduction
@@ -378,7 +242,7 @@ class TriageConfig:
     progress: bool = True
     grammar: CompiledGrammar | None = None  # None: the default profile
     batch: bool = True  # first runs share processes where the target allows (harness.run.batch)
-    runner: str | None = None  # --runner: process | batch | persistent; None: batch (harness.triage.runs)
+    runner: str | None = None  # --runner: process | batch | persistent; None: the target's default (harness.triage.runs)
 
 
 @dataclass
@@ -582,6 +446,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         exclude.append(config.out_dir)
     grammar = config.grammar or default_grammar()
     collection = collect_inputs(config.inputs, exclude=exclude, grammar=grammar)
+    runner = TriageRunner(target, batch=config.batch, kind=config.runner)
     db = TriageDB(config.db_path)
     try:
         run_id, resumed = db.begin_run(_target_json(target, grammar), config.repeat)
@@ -606,7 +471,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         target_json = _target_json(target, grammar)
         jobs = max(1, config.jobs)
 
-        runner = TriageRunner(target, batch=config.batch, kind=config.runner)
         bucket_keys = {row["signature"] for row in db.buckets()}
 
         def reproduce_status() -> str:
@@ -773,5 +637,6 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             processes=runner.processes,
         )
     finally:
+        runner.close()
         db.close()
 

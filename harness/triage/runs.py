@@ -13,14 +13,25 @@ module's body without touching the pipeline:
   process per program by itself.  The sizer starts small (:data:`FIRST_BATCH`)
   because triage's inputs are mostly crashes, and a batch that crashes is
   bisected.
-* :meth:`TriageRunner.outcomes` runs one program ``k`` times, one process each
-  (a crash ends a process, so repeating a crashing program in one process is
-  not possible).
+* :meth:`TriageRunner.outcomes` runs one program ``k`` times (the repeats of
+  reproduction, minimization's candidates and the verification of its result).
 
-``kind`` (``--runner``) chooses another way: ``process`` (no batches),
-``persistent`` (both entry points through :class:`harness.run.runners.PersistentPool`:
-each calling thread its own fork-server driver; a crash costs a fork and each
-finding is confirmed in a fresh worker).  None or ``batch``: as above.
+``kind`` (``--runner``; None: :func:`harness.run.runners.default_runner_kind`,
+the rule of ``run`` and ``fuzz``: persistent where the target's driver is
+built, else batch) chooses how:
+
+* ``persistent``: both entry points through one
+  :class:`harness.run.runners.PersistentPool`, each calling thread (a triage
+  job) with its own fork-server driver: a program that crashes costs a fork,
+  not a process start, and every finding is confirmed as the first program
+  of a fresh worker, so its outcome and stack are those of a run of its own.
+  A finding that the fresh worker does not confirm (state carried over from
+  the programs before it: ``persistent_only``) counts as the fresh worker's
+  run, which is what a process of its own gives;
+* ``batch``: first runs batched as above; :meth:`outcomes` through the
+  driver too where the target has one, else one process each (a crash ends
+  a process, so repeating a crashing program in one process is not possible);
+* ``process``: one process per run.
 
 ``runs`` counts target runs: one per program executed alone, and one per
 program in a batch whose results were used (a batch that had to be bisected
@@ -36,7 +47,7 @@ from typing import Sequence
 
 from harness.run.batch import BatchSizer, run_batch
 from harness.run.runner import Outcome, Target, Verdict, judge, run_program
-from harness.run.runners import Program, Runner, make_runner
+from harness.run.runners import Program, Runner, default_runner_kind, make_runner
 from harness.triage.signature import Signature, signature_of
 
 __all__ = ["FIRST_BATCH", "Run", "TriageRunner"]
@@ -59,7 +70,7 @@ class Run:
 class TriageRunner:
     target: Target
     batch: bool = True  # first_runs may share processes (when the target batches)
-    kind: str | None = None  # --runner (harness.run.runners); None: batch
+    kind: str | None = None  # --runner (harness.run.runners); None: the target's default
     runs: int = 0
     processes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -67,15 +78,24 @@ class TriageRunner:
     _persistent: Runner | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        self.kind = self.kind or default_runner_kind(self.target)
         if self.kind == "process":
             self.batch = False
-        elif self.kind == "persistent":
+        elif self.kind == "persistent" or default_runner_kind(self.target) == "persistent":
             self._persistent = make_runner("persistent", self.target)
+
+    def close(self) -> None:
+        """Stop the drivers (each triage job's)."""
+        if self._persistent is not None:
+            self._persistent.close()
 
     def _through_driver(self, text: str) -> Run:
         before = self._persistent.stats.processes
         result = self._persistent.run_one(Program("triage", text))
         self._count(result.executions, self._persistent.stats.processes - before)
+        if result.verdict.persistent_only:
+            # the fresh worker did not confirm it: its run is what the program does alone
+            return self._run(result.fresh.outcome, result.fresh)
         return self._run(result.outcome, result.verdict)
 
     def _count(self, runs: int, processes: int) -> None:
@@ -88,7 +108,7 @@ class TriageRunner:
         return Run(outcome, signature_of(verdict), verdict.kind or outcome.kind.value, verdict.why)
 
     def outcomes(self, text: str, k: int = 1) -> list[Run]:
-        """Run ``text`` ``k`` times, one process each (or through the driver)."""
+        """Run ``text`` ``k`` times: through the driver where there is one, else one process each."""
         if self._persistent is not None:
             return [self._through_driver(text) for _ in range(k)]
         result = []
@@ -100,7 +120,7 @@ class TriageRunner:
 
     def first_runs(self, texts: Sequence[str]) -> list[Run]:
         """One run of each of ``texts`` (in their order), batched where the target allows."""
-        if self._persistent is not None:
+        if self.kind == "persistent":
             return [self._through_driver(text) for text in texts]
         if not self.batch or len(texts) < 2:
             return [self.outcomes(text)[0] for text in texts]

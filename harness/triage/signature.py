@@ -53,7 +53,12 @@ Frames of the crash machinery are skipped: LLVM's signal handlers
 libc (``abort``, ``raise``, ``__pthread_kill_implementation``,
 ``__assert_fail``...), ``llvm::report_fatal_error`` and friends, sanitizer
 runtimes, allocation functions, ``main``, ``__libc_start_main`` and
-``_start``.
+``_start``.  The frames stop at the tool's own entry: ``mlir-opt``'s and
+``loom-opt``'s ``MlirOptMain`` machinery (``performActions``,
+``processBuffer``, ``mlir::MlirOptMain``, ``mlir::splitAndProcessBuffer``
+and the callbacks they pass) and ``main``: the persistent driver calls the
+parser and the pass manager from its own loop, so a crash close to the pass
+manager keeps the same frames whether it ran in the tool or in the driver.
 """
 
 from __future__ import annotations
@@ -325,9 +330,15 @@ def stack_frames(stderr: str) -> list[str]:
     return frames
 
 
+#: The tool's entry (mlir-opt's MlirOptMain.cpp, the driver's loop in main): where frames stop.
+_TOOL_ENTRY = re.compile(r"^(?:performActions|processBuffer|main)$|MlirOptMain|splitAndProcessBuffer")
+
+
 def meaningful_frames(frames: Iterable[str], count: int = FRAME_COUNT) -> tuple[str, ...]:
     out = []
     for name in frames:
+        if name and _TOOL_ENTRY.search(name):
+            break
         if not name or _SKIP.match(name):
             continue
         out.append(name)

@@ -1,0 +1,258 @@
+"""The differential oracle behind the runner interface (``--oracle differential``).
+
+:class:`DifferentialRunner` is a :class:`harness.run.runners.Runner`: it takes
+programs in the canonical rendering, renders each for execution
+(:func:`harness.execute.render_exec.exec_module`) and judges them in batches
+with :func:`harness.execute.differential.judge_many` (one optimizer process
+with ``--split-input-file`` and one reference run per side for a whole
+batch).  Each program's :class:`OracleVerdict` is a runner verdict:
+
+* ``wrong-code``: the optimized module prints other values; confirmed by a
+  judgement of the program alone (:func:`~harness.execute.differential.judge`);
+* ``reference-failure``: the trusted toolchain failed; never the target's;
+* ``crash`` / ``timeout`` / ``oom``: the optimizer failed; the program is run
+  alone in a fresh process (:func:`harness.run.runner.run_program`) and judged
+  as ``--oracle crash`` would judge it;
+* ``target-failure``: the optimizer exited 0 but printed something that is not
+  MLIR;
+* no finding: the same values, or a program the reference interpreter
+  (:mod:`harness.execute.interpret`) shows to reach undefined behaviour (no
+  value exists to compare).
+
+A finding leaves ``NAME.mlir`` (the canonical program), ``NAME.json`` (with an
+``oracle`` object: both outputs, the differences, the optimizer command) and
+the sidecars ``NAME.exec.mlir`` and ``NAME.optimized.mlir``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from harness.execute.differential import (
+    _PROBE,
+    Optimizer,
+    OptimizerError,
+    ReferenceFailed,
+    Same,
+    TargetFailed,
+    WrongCode,
+    judge,
+    judge_many,
+)
+from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
+from harness.execute.render_exec import ExecRenderError, exec_module
+from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
+from harness.run.atomic import write_atomically
+from harness.run.probe import PipelineRefused
+from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
+from harness.run.runners import Program, Result, Runner
+
+__all__ = ["ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
+           "check_oracle", "oracle_target", "verdict_record"]
+
+ORACLES = ("crash", "differential")
+DEFAULT_BATCH = 24
+
+
+class OracleError(PipelineRefused):
+    """The optimizer or the reference toolchain cannot be used (one line; like a refused
+    pipeline, ``harness.cli`` exits 2)."""
+
+
+@dataclass(frozen=True)
+class OracleSettings:
+    """What ``--oracle differential`` runs: the target optimizer and the trusted toolchain."""
+
+    optimizer: Optimizer
+    toolchain: Toolchain = Toolchain()
+    batch_size: int = DEFAULT_BATCH
+
+
+@dataclass(frozen=True)
+class OracleVerdict(Verdict):
+    """A runner verdict carrying the differential judgement (None: the crash oracle's)."""
+
+    judgement: object = None
+    exec_text: str = ""
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "oracle": verdict_record(self.judgement)}
+
+
+def verdict_record(judgement) -> dict | None:
+    """The ``oracle`` object of a finding's JSON."""
+    if isinstance(judgement, WrongCode):
+        return {"kind": judgement.kind, "reference_output": judgement.reference_output,
+                "target_output": judgement.target_output, "note": judgement.note,
+                "first_difference": judgement.describe(),
+                "differences": [{"line": d.line, "function": d.function.symbol,
+                                 "kind": d.function.kind, "name": d.function.name,
+                                 "thread": d.function.thread, "row": d.row,
+                                 "inputs": [list(i) for i in d.inputs], "column": d.column,
+                                 "reference": d.reference, "target": d.target}
+                                for d in judgement.differences]}
+    if isinstance(judgement, (ReferenceFailed, TargetFailed)):
+        return {"kind": judgement.kind, "stage": judgement.stage, "detail": judgement.detail}
+    return None
+
+
+def oracle_target(optimizer: Optimizer, timeout: float) -> Target:
+    """The optimizer as a runner target: the programs it is given are canonical (the
+    runner renders them for execution), its command line is the optimizer's."""
+    return Target(name="differential", argv=tuple(optimizer.argv()), render="canonical",
+                  timeout=timeout, memory_mb=None)
+
+
+def check_oracle(settings: OracleSettings) -> None:
+    """Raise :class:`OracleError` (one line) unless the toolchain is complete and the
+    optimizer turns a trivial module into valid MLIR."""
+    try:
+        settings.toolchain.check()
+        settings.optimizer.check()
+    except (ToolchainError, OptimizerError) as error:
+        raise OracleError(str(error)) from None
+    printed = settings.optimizer.optimize(_PROBE).stdout
+    problem = settings.toolchain.verify(printed) if printed.strip() else "it printed nothing"
+    if problem is not None:
+        raise OracleError(f"{settings.optimizer.describe()} does not print MLIR for a trivial "
+                          f"module: {problem}")
+
+
+def _undefined(canonical: str) -> str | None:
+    """The interpreter's reason when the program has no defined output, else None."""
+    try:
+        interpret_program(canonical)
+    except UndefinedBehaviour as error:
+        return str(error)
+    except InterpretError:
+        return None  # a construct the interpreter does not read: judged by execution alone
+    return None
+
+
+class DifferentialRunner(Runner):
+    """Programs (canonical text) judged by execution, ``batch_size`` per worker step."""
+
+    kind = "differential"
+
+    def __init__(self, settings: OracleSettings, *, jobs: int = 1) -> None:
+        super().__init__(oracle_target(settings.optimizer, settings.optimizer.timeout), jobs=jobs)
+        self.settings = settings
+
+    def run(self, programs: Iterable[Program]) -> Iterator[Result]:
+        window: list[Future] = []
+        batch: list[Program] = []
+        for program in programs:
+            batch.append(program)
+            if len(batch) >= self.settings.batch_size:
+                window.append(self._pool.submit(self._batch, batch))
+                batch = []
+            while len(window) > self.jobs:
+                yield from self._counted(window.pop(0).result())
+        if batch:
+            window.append(self._pool.submit(self._batch, batch))
+        for future in window:
+            yield from self._counted(future.result())
+
+    def _counted(self, results: list[Result]) -> Iterator[Result]:
+        for result in results:
+            with self._lock:
+                self.stats.programs += 1
+                self.stats.executions += result.executions
+            yield result
+
+    def _one(self, program: Program) -> Result:
+        return self._batch([program])[0]
+
+    def _batch(self, batch: list[Program]) -> list[Result]:
+        results: dict[int, Result] = {}
+        live: list[tuple[int, Program, str]] = []
+        for k, program in enumerate(batch):
+            try:
+                exec_text = exec_module(program.text)
+            except ExecRenderError as error:
+                results[k] = self._plain(program, "", f"not a P1-P24 program: {error}")
+                continue
+            reason = _undefined(program.text)
+            if reason is not None:
+                results[k] = self._plain(program, exec_text, f"undefined behaviour: {reason}")
+            else:
+                live.append((k, program, exec_text))
+        if live:
+            verdicts = judge_many([e for _, _, e in live], self.settings.optimizer, self.settings.toolchain)
+            self._count(5)  # one optimizer process; a lowering and a run per side
+            for (k, program, exec_text), verdict in zip(live, verdicts):
+                results[k] = self._judged(program, exec_text, verdict)
+        return [results[k] for k in range(len(batch))]
+
+    def _result(self, program, outcome, verdict, executions) -> "OracleResult":
+        return OracleResult(program, outcome, verdict, executions, settings=self.settings)
+
+    def _plain(self, program: Program, exec_text: str, why: str) -> Result:
+        outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, "", "", 0.0, why)
+        verdict = OracleVerdict(outcome, "same values", False, "", "", exec_text=exec_text)
+        return self._result(program, outcome, verdict, 0)
+
+    def _judged(self, program: Program, exec_text: str, verdict) -> Result:
+        if isinstance(verdict, TargetFailed) and verdict.stage == "optimize":
+            outcome = run_program(self.target, exec_text)  # alone, in a fresh process
+            self._count(1)
+            plain = judge_crash(self.target, exec_text, outcome)
+            return self._result(program, outcome, OracleVerdict(
+                outcome, plain.expected, plain.finding, plain.why, plain.rule, plain.kind,
+                judgement=verdict, exec_text=exec_text), 2)
+        if isinstance(verdict, WrongCode):  # confirmed alone: deterministic or not a finding
+            verdict = judge(exec_text, self.settings.optimizer, self.settings.toolchain)
+            self._count(5)  # the same, for this program alone
+        optimized = verdict.optimized_text if isinstance(verdict, WrongCode) else ""
+        outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, optimized, getattr(verdict, "stderr", ""),
+                          0.0, "exit status 0")
+        if isinstance(verdict, Same):
+            same = OracleVerdict(outcome, "same values", False, "", "", exec_text=exec_text)
+            return self._result(program, outcome, same, 1)
+        if isinstance(verdict, WrongCode):
+            why = f"wrong-code: {verdict.describe()}"
+        elif isinstance(verdict, ReferenceFailed):
+            why = f"reference-failure ({verdict.stage}): {verdict.detail}"
+        else:
+            why = f"target-failure ({verdict.stage}): {verdict.detail}"
+        finding = OracleVerdict(outcome, "same values", True, why[:300], "", verdict.kind,
+                                judgement=verdict, exec_text=exec_text)
+        return self._result(program, outcome, finding, 2)
+
+
+@dataclass(frozen=True)
+class OracleResult(Result):
+    """A result whose finding also leaves the exec and optimized texts."""
+
+    settings: OracleSettings | None = None
+
+    def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
+        if isinstance(self.verdict, OracleVerdict):
+            write_sidecars(directory, name, self.verdict)
+            extra = {**finding_extra(self.settings, name), **(extra or {})}
+        super().write_finding(directory, name, target, extra)
+
+
+def write_sidecars(directory, name: str, verdict: OracleVerdict) -> None:
+    """``NAME.exec.mlir`` and ``NAME.optimized.mlir`` next to a finding."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    if verdict.exec_text:
+        write_atomically(d / f"{name}.exec.mlir", verdict.exec_text)
+    if isinstance(verdict.judgement, WrongCode):
+        write_atomically(d / f"{name}.optimized.mlir", verdict.judgement.optimized_text)
+
+
+def finding_extra(settings: OracleSettings, name: str) -> dict:
+    """The JSON keys of a differential finding beyond the runner's."""
+    optimizer = settings.optimizer.describe()
+    lowering = shlex.join([settings.toolchain.mlir_opt, *LOWERING])
+    runner = shlex.join([settings.toolchain.runner, "-e", "main", "-entry-point-result=void", "-O0",
+                         f"-shared-libs={settings.toolchain.runtime_library}"])
+    return {"oracle_name": "differential",
+            "command": f"{optimizer} < {name}.exec.mlir | {lowering} | {runner}",
+            "optimizer": optimizer}

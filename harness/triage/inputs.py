@@ -1,0 +1,158 @@
+"""Triage's inputs: the fuzz artifacts and ``.mlir`` files named on the
+command line or found in folders, each read into a program (a derivation
+tree, or the text as given when it is not in the shape).
+
+What is collected, what is skipped and why: step 1 of
+:mod:`harness.triage.pipeline`.  An input's identity (:attr:`Input.sha`) is
+the SHA-256 of its program's canonical rendering, or of its text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from harness.core.codec import decode
+from harness.core.grammar import CompiledGrammar, Node, default_grammar
+from harness.core.parse import parse, split_programs
+from harness.core.render import render
+from harness.run.runner import Target
+from harness.triage.wrong_code import left_to_the_oracle
+
+__all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "load_input_file"]
+
+ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-", "minimized-from-")
+_NOT_ARTIFACT_SUFFIXES = (".mlir", ".json", ".txt", ".log", ".md", ".partial")  # .partial: half-written
+_SIDECAR_SUFFIXES = (".mlir", ".json")
+
+
+class InputError(Exception):
+    """An input cannot be read; the message is one line naming the file."""
+
+
+def _sha(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+
+@dataclass(frozen=True)
+class Input:
+    path: str  # the file, or FILE#k for the k-th program of a stream
+    file_sha: str  # SHA-256 of the file's bytes (of the chunk's text for a chunk)
+    source: str  # "bytes" | "mlir"
+    program: Node | None  # the derivation tree; None: not in the grammar, triaged as text
+    text: str  # canonical rendering (program) or the text as given
+    not_in_shape: str | None = None
+    grammar: CompiledGrammar | None = None
+
+    @property
+    def sha(self) -> str:
+        return _sha(self.text)
+
+    @property
+    def form(self) -> str:
+        return "tree" if self.program is not None else "text"
+
+    def target_text(self, target: Target) -> str:
+        """The text the target reads: its rendering of the tree, or the text as given."""
+        if self.program is None:
+            return self.text
+        return self.text if target.render == "canonical" else render(self.program, self.grammar,
+                                                                       target.render)
+
+
+@dataclass
+class Collection:
+    inputs: list[Input] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+
+def _is_artifact(name: str) -> bool:
+    return name.startswith(ARTIFACT_PREFIXES) and not name.endswith(_NOT_ARTIFACT_SUFFIXES)
+
+
+def load_input_file(path: Path, display: str | None = None,
+                    grammar: CompiledGrammar | None = None) -> list[Input]:
+    """The inputs one file holds (one, or one per program of a ``// -----`` stream)."""
+    display = display or str(path)
+    grammar = grammar or default_grammar()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
+    if path.suffix != ".mlir":
+        program = decode(data, grammar)
+        return [Input(display, _sha(data), "bytes", program, render(program, grammar), None, grammar)]
+    text = data.decode("utf-8", errors="replace")
+    chunks = split_programs(text)
+    if len(chunks) > 1:
+        chunks = [c for c in chunks if c.strip()]
+    inputs = []
+    for k, chunk in enumerate(chunks, 1):
+        name = display if len(chunks) == 1 else f"{display}#{k}"
+        file_sha = _sha(data) if len(chunks) == 1 else _sha(chunk)
+        parsed = parse(chunk, grammar)
+        if parsed.tree is not None:
+            inputs.append(Input(name, file_sha, "mlir", parsed.tree, render(parsed.tree, grammar),
+                                None, grammar))
+        else:
+            inputs.append(Input(name, file_sha, "mlir", None, chunk, parsed.reason, grammar))
+    return inputs
+
+
+def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
+                   grammar: CompiledGrammar | None = None) -> Collection:
+    """Every input under ``paths`` (files as given, folders scanned); raises InputError."""
+    excluded = {os.path.realpath(p) for p in exclude}
+    out = Collection()
+    seen_files: set[str] = set()
+    for given in paths:
+        p = Path(given)
+        if not p.exists():
+            raise InputError(f"{given}: no such file or folder")
+        if p.is_file():
+            real = os.path.realpath(p)
+            if real not in seen_files:
+                seen_files.add(real)
+                out.inputs.extend(load_input_file(p, given, grammar))
+            continue
+        if not p.is_dir():
+            raise InputError(f"{given}: not a file or a folder")
+        if not os.access(p, os.R_OK | os.X_OK):
+            raise InputError(f"{given}: cannot read the folder")
+
+        def walk_error(error: OSError) -> None:
+            raise InputError(f"{error.filename}: cannot read the folder: {error.strerror}")
+
+        for root, dirs, files in os.walk(p, onerror=walk_error):
+            dirs[:] = sorted(
+                d for d in dirs
+                if not d.startswith(".") and os.path.realpath(os.path.join(root, d)) not in excluded
+            )
+            names = set(files)
+            for name in sorted(files):
+                full = Path(root) / name
+                real = os.path.realpath(full)
+                if name.startswith(".") or real in excluded or real in seen_files:
+                    continue
+                if any(real == e or real.startswith(e + "-") for e in excluded):
+                    continue  # the database's -wal/-shm files
+                oracle_file = left_to_the_oracle(full, names)
+                if oracle_file:
+                    out.skipped.append((str(full), oracle_file))
+                    continue
+                stem, suffix = os.path.splitext(name)
+                if suffix in _SIDECAR_SUFFIXES and stem in names and _is_artifact(stem):
+                    out.skipped.append((str(full), f"sidecar of {stem}"))
+                    continue
+                if _is_artifact(name) or suffix == ".mlir":
+                    seen_files.add(real)
+                    out.inputs.extend(load_input_file(full, grammar=grammar))
+                else:
+                    out.skipped.append((str(full), "not a fuzz artifact or .mlir file"))
+    return out

@@ -1,0 +1,202 @@
+"""``--oracle differential`` on ``run``: the planted wrong rewrites of the double are found,
+real mlir-opt-22 raises no false alarm, bad settings are one line and exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.execute.interpret import interpret_program
+from harness.execute.toolchain import Toolchain, ToolchainError
+
+ROOT = Path(__file__).resolve().parents[1]
+DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"
+PIPELINE = "builtin.module(canonicalize,cse,sccp)"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toolchain():
+    try:
+        Toolchain().check()
+    except ToolchainError as error:  # .ci/setup installs it: a missing toolchain is a failure
+        pytest.fail(str(error))
+
+
+def loomfuzz(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env=None)
+
+
+def _run(tmp_path: Path, *extra: str, count: int) -> subprocess.CompletedProcess:
+    return loomfuzz("run", "--profile", "wide", "-n", str(count), "--seed", "3", "--oracle",
+                    "differential", "--pipeline", PIPELINE, "--artifacts", str(tmp_path / "a"),
+                    "--no-progress", "--jobs", "2", *extra, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """100 wide programs through the double (canonicalize, cse, sccp): (folder, optimizer, log)."""
+    tmp_path = tmp_path_factory.mktemp("swept")
+    log = tmp_path / "planted.log"
+    optimizer = tmp_path / "buggy-opt"  # the double, logging what it plants
+    optimizer.write_text(f'#!/bin/sh\nexec {sys.executable} {DOUBLE} --plant-log={log} "$@"\n')
+    optimizer.chmod(0o755)
+    done = _run(tmp_path, "--mlir-opt", str(optimizer), count=100)
+    assert done.returncode == 1, done.stderr
+    return tmp_path, optimizer, log
+
+
+def test_each_planted_wrong_rewrite_is_found(swept):
+    tmp_path, _, log = swept
+    planted = log.read_text()
+    for op in ("arith.subi", "arith.maxsi", "arith.xori"):
+        assert op in planted  # every bug had its chance
+    findings = sorted((tmp_path / "a").glob("crash-*.json"))
+    assert len(findings) >= 3
+    kinds = set()
+    for path in findings:
+        record = json.loads(path.read_text())
+        name = path.name.removesuffix(".json")
+        program = (tmp_path / "a" / f"{name}.mlir").read_text()
+        assert record["finding_kind"] == "wrong-code"
+        kinds.add(record["finding_kind"])
+        assert "dataflow.thread" in program  # the canonical program
+        assert name == "crash-" + hashlib.sha1(program.encode()).hexdigest()
+        oracle = record["oracle"]
+        # the reference values are the interpreter's, computed from the program alone
+        assert oracle["reference_output"] == interpret_program(program)
+        assert oracle["target_output"] != oracle["reference_output"]
+        first = oracle["differences"][0]
+        ref_line = oracle["reference_output"].splitlines()[first["line"] - 1]
+        assert first["reference"] in ref_line.split(", ")
+        assert str(first["row"]) == ref_line.split(", ")[1]
+        exec_text = (tmp_path / "a" / f"{name}.exec.mlir").read_text()
+        optimized = (tmp_path / "a" / f"{name}.optimized.mlir").read_text()
+        assert "func.func @main" in exec_text and "func.func @main" in optimized
+        assert "mlir-runner-22" in record["command"]
+    assert kinds == {"wrong-code"}
+
+
+def test_no_false_alarm_on_mlir_opt_22(tmp_path):
+    done = _run(tmp_path, count=100)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "findings:   none" in done.stdout
+    assert "100 programs" in done.stdout.replace(",", "")
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--pipeline", "builtin.module(no-such-pass)"), "fails on a trivial module"),
+    (("--reference-runner", "/nonexistent/mlir-runner"), "the reference runner"),
+    (("--runtime-library", "/nonexistent/libmlir_c_runner_utils.so"), "the runtime library"),
+    (("--mlir-opt", "/bin/echo"), "does not print MLIR"),
+    (("--mlir-opt", "/nonexistent/opt"), "not an executable file"),
+])
+def test_bad_settings_are_one_line_and_exit_2(tmp_path, extra, said):
+    done = loomfuzz("run", "--profile", "wide", "-n", "3", "--oracle", "differential",
+                    "--artifacts", str(tmp_path / "a"), "--no-progress", *extra, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and lines[0].startswith("loomfuzz run: error:")
+    assert not list((tmp_path / "a").glob("crash-*")) if (tmp_path / "a").exists() else True
+
+
+PLANTED = {"cse": "arith.subi", "canonicalize": "arith.maxsi", "sccp": "arith.xori"}
+
+
+def test_triage_gives_one_bucket_per_planted_bug_and_a_lit_test(swept, tmp_path):
+    folder, optimizer, _ = swept
+    done = loomfuzz("triage", str(folder / "a"), "--profile", "wide", "--oracle", "differential",
+                    "--mlir-opt", str(optimizer), "--pipeline", PIPELINE, "--out", str(tmp_path / "t"),
+                    "--max-candidates", "12", "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    buckets = json.loads((tmp_path / "t" / "wrong-code" / "buckets.json").read_text())
+    culprits = [b["culprit"] for b in buckets]
+    assert sorted(culprits) == sorted(set(culprits))  # one bucket per culprit pass
+    assert set(culprits) <= set(PLANTED) and len(culprits) >= 2
+    originals = [p.read_text() for p in (folder / "a").glob("crash-*.mlir") if ".exec" not in p.name
+                 and ".optimized" not in p.name]
+    for n, bucket in enumerate(buckets, 1):
+        program = (tmp_path / "t" / "wrong-code" / str(n) / "program.mlir").read_text()
+        assert PLANTED[bucket["culprit"]] in program  # the op the planted bug rewrites survives
+        assert len(program) < min(len(text) for text in originals)  # minimized
+        passes = ["canonicalize", "cse", "sccp"]  # PIPELINE's: the shortest differing prefix
+        shortest = passes[:passes.index(bucket["culprit"]) + 1]
+        assert bucket["pipeline"] == f"builtin.module({','.join(shortest)})"
+        test = tmp_path / "t" / "wrong-code" / str(n) / "test.mlir"
+        run = next(line for line in test.read_text().splitlines() if line.startswith("// RUN:"))
+        command = run.removeprefix("// RUN:").replace("%s", str(test))
+        assert str(optimizer) in command
+        buggy = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+        assert buggy.returncode != 0 and "error:" in buggy.stderr  # FileCheck fails on the double
+        good = subprocess.run(["bash", "-o", "pipefail", "-c", command.replace(str(optimizer), "mlir-opt-22")],
+                              capture_output=True, text=True)
+        assert good.returncode == 0, good.stderr  # and passes on mlir-opt-22
+
+
+@pytest.mark.parametrize("command", ["fuzz", "triage"])
+def test_fuzz_and_triage_refuse_an_optimizer_that_prints_no_mlir(tmp_path, command):
+    where = (["--corpus", str(tmp_path / "c"), "--artifacts", str(tmp_path / "a"), "--runs", "5"]
+             if command == "fuzz" else [str(tmp_path), "--out", str(tmp_path / "t")])
+    done = loomfuzz(command, "--profile", "wide", "--oracle", "differential", "--mlir-opt", "/bin/echo",
+                    *where, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not print MLIR" in lines[0]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "t").exists()
+
+
+def test_pipeline_bisection_keeps_a_nested_pipeline_whole_then_bisects_inside():
+    from harness.triage.wrong_code import culprit_pass
+
+    pipeline = "builtin.module(canonicalize,func.func(cse,sccp),symbol-dce)"
+    asked = []
+
+    def differs(prefix: str) -> bool:  # a bug in sccp: any pipeline that runs it differs
+        asked.append(prefix)
+        return "sccp" in prefix
+
+    assert culprit_pass(differs, pipeline) == ("func.func(sccp)", "builtin.module(canonicalize,func.func(cse,sccp))")
+    assert asked == ["builtin.module(canonicalize)", "builtin.module(canonicalize,func.func(cse,sccp))",
+                     "builtin.module(canonicalize,func.func(cse))", "builtin.module(canonicalize,func.func(cse,sccp))"]
+    assert culprit_pass(lambda p: False, pipeline) == ("", pipeline)
+
+
+def test_enumerate_run_takes_the_oracle(tmp_path):
+    done = loomfuzz("enumerate", "--run", "--oracle", "differential", "--pipeline", PIPELINE,
+                    "--count", "30", "--artifacts", str(tmp_path / "a"), "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runner differential" in done.stdout and "findings:   none" in done.stdout
+    assert "programs:   30 (indices 0-29)" in done.stdout
+    assert "accepted            30" in done.stdout
+
+
+def test_the_crash_triage_leaves_wrong_code_findings_to_the_oracle(swept, tmp_path):
+    folder, _, _ = swept
+    done = loomfuzz("triage", str(folder / "a"), "--target", "mlir-opt", "--out", str(tmp_path / "t"),
+                    "--no-progress", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    findings = len(list((folder / "a").glob("crash-*.json")))
+    assert "run 1: 0 input(s)" in done.stderr
+    assert f"{4 * findings + 1} file(s) skipped" in done.stderr  # 4 files a finding, the journal
+
+
+def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, tmp_path):
+    """``fuzz --oracle differential`` against the double: a wrong-code finding, written as
+    ``run`` writes one, and counted by kind in the summary's ``stats.csv``."""
+    _, optimizer, _ = swept
+    artifacts, corpus = tmp_path / "a", tmp_path / "c"
+    done = loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential", "--mlir-opt", str(optimizer),
+                    "--pipeline", PIPELINE, "--corpus", str(corpus), "--artifacts", str(artifacts),
+                    "--runs", "120", "--seed", "1", cwd=ROOT)
+    kinds = [json.loads(p.read_text()).get("finding_kind") for p in artifacts.glob("crash-*.json")]
+    assert "wrong-code" in kinds, done.stdout[-2000:] + done.stderr[-2000:]
+    finding = next(p for p in artifacts.glob("crash-*.json") if json.loads(p.read_text())["finding_kind"] == "wrong-code")
+    assert finding.with_suffix(".exec.mlir").exists() and finding.with_suffix(".optimized.mlir").exists()
+    rows = (artifacts / "stats.csv").read_text().splitlines()
+    header, last = rows[0].split(","), rows[-1].split(",")
+    assert int(last[header.index("findings_wrong-code")]) == kinds.count("wrong-code")
