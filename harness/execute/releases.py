@@ -16,7 +16,6 @@ the oracle rendering's ``<{...}>`` properties need MLIR 17 whatever the flags.
 
 from __future__ import annotations
 
-import functools
 import re
 import subprocess
 
@@ -37,10 +36,10 @@ def without_overflow_flags(text: str) -> str:
     return _FLAGS.sub("", text)
 
 
-@functools.lru_cache(maxsize=None)
 def major_version(binary: str) -> int | None:
     """The LLVM major release ``binary --version`` names (``Debian LLVM version 16.0.6``:
-    16); None when it names none (not an LLVM tool, or it cannot run)."""
+    16); None when it names none (not an LLVM tool, or it cannot run).  One process:
+    callers read it once per optimizer (harness.execute.oracle.oracle_settings)."""
     try:
         done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
