@@ -326,12 +326,12 @@ def _differential_runner(opts: dict, timeout: float):
     """``--oracle differential``: the optimizer ``--mlir-opt`` (default mlir-opt-22) with
     ``--pipeline``, judged by execution (harness.execute.oracle); unusable: exit 2."""
     from harness.execute.differential import Optimizer
-    from harness.execute.oracle import DifferentialRunner, OracleError, OracleSettings, check_oracle
+    from harness.execute.oracle import DifferentialRunner, OracleError, check_oracle, oracle_settings
     from harness.run.runner import DEFAULT_MLIR_PIPELINE
 
     optimizer = Optimizer(opts.get("mlir-opt") or "mlir-opt-22",
                           opts.get("pipeline") or DEFAULT_MLIR_PIPELINE, timeout=timeout)
-    settings = OracleSettings(optimizer)
+    settings = oracle_settings(optimizer)
     try:
         check_oracle(settings)
     except OracleError as error:

@@ -321,8 +321,8 @@ def _flagged() -> list:
 GRAMMAR["<division>"] = _divisions()
 GRAMMAR["<shift>"] = _shifts()
 GRAMMAR["<flagged>"] = _flagged()
-# the flags are nonterminals of their own so that a rendering for MLIR 15 and 16 (which do not
-# parse overflow<...>) can leave them out, always safe since a flag only adds an assumption
+# MLIR 15 and 16 do not parse overflow<...>: harness/execute/releases.py leaves the flags out of
+# the rendered text for such a target (a rendering blanking them would not parse back)
 GRAMMAR["<flags-any>"] = [(mlir(f" overflow<{f}>"), opts(label=f)) for f in ("nsw", "nuw", "nsw, nuw")]
 GRAMMAR["<flags-nsw>"] = [mlir(" overflow<nsw>")]
 GRAMMAR["<flags-nuw>"] = [mlir(" overflow<nuw>")]

@@ -1,4 +1,4 @@
-"""Upstream MLIR bugs found by loom-fuzz, pinned as observed in mlir-opt-22.
+"""Upstream MLIR bugs found by loom-fuzz, pinned as observed in mlir-opt-22 (and 16).
 
 These tests document the behaviour of Debian's ``mlir-opt-22`` (LLVM 22.1.8)
 on programs the fuzzer found.  They assert what happens today, bug included,
@@ -28,6 +28,22 @@ matter (the loops here run zero times; 1 to 4 hangs too); one loop alone does
 not hang.  Upstream knows the ratchet (llvm/llvm-project #192235, #193338,
 fixed in main by #196616, a per-lattice widening budget, after LLVM 22).
 The other pipelines of the campaign accept the same program at once.
+
+sccp folds a loop that may run zero times to its yield (MLIR 16, wrong code)
+----------------------------------------------------------------------------
+
+Found by the differential judge (``Optimizer(binary="mlir-opt-16",
+pipeline="builtin.module(canonicalize,cse,sccp)")``) on the exec rendering of
+wide program 84 of seed 7 (tests/programs/upstream_mlir16_sccp_zero_trip_wide.mlir),
+its overflow flags left out for release 16 (harness/execute/releases.py);
+minimized by hand to ``ZERO_TRIP``.  An ``scf.for`` from 0 to an unknown ``%n``
+whose body yields a constant: MLIR 16's sccp replaces the loop's result by that
+constant, but for ``%n <= 0`` the loop runs zero times and its result is its
+``iter_args`` initial value (the scf.for semantics; the reference interpreter,
+the unoptimized run and mlir-opt-19/22 agree).  In the wide program, region
+graph_14's loop runs ``(a & 31) + 31 & 1`` times: for ``a = 1`` zero times, so
+the region returns 32, and mlir-opt-16's output returns 1.  Debian's mlir-opt-19
+(19.1.7) and mlir-opt-22 keep the loop: fixed upstream between 16 and 19.
 """
 
 from __future__ import annotations
@@ -37,9 +53,26 @@ from pathlib import Path
 
 import pytest
 
+from harness.execute.differential import Optimizer, WrongCode, judge
+from harness.execute.interpret import interpret_program
+from harness.execute.releases import for_release, major_version
+from harness.execute.render_exec import exec_module
+
 PROGRAMS = Path(__file__).parent / "programs"
 WIDE = PROGRAMS / "upstream_int_range_hang_wide.mlir"
 FUNC = PROGRAMS / "upstream_int_range_hang_func.mlir"
+ZERO_TRIP_WIDE = PROGRAMS / "upstream_mlir16_sccp_zero_trip_wide.mlir"
+ZERO_TRIP = """\
+func.func @f(%n: index, %init: i32) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%k = %init) -> (i32) {
+    scf.yield %one : i32
+  }
+  return %r : i32
+}
+"""
 
 #: How long a run must last to count as the hang.  A run that terminates takes
 #: about 0.1 s on these programs; the hang, about 2^31 solver steps.
@@ -111,3 +144,30 @@ def test_function_on_i8_terminates(mlir_opt):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout == I8_OUTPUT
+
+
+def _sccp(binary: str, text: str) -> str:
+    proc = subprocess.run([binary, "--pass-pipeline=builtin.module(sccp)"], input=text,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_mlir_16_sccp_folds_a_loop_that_may_not_run(mlir_opt):
+    """Known bug, expected: it fails when mlir-opt-16 stops folding (by hand: %n = 0 runs the
+    loop zero times, so @f returns %init, not 1)."""
+    wrong = _sccp("mlir-opt-16", ZERO_TRIP)
+    assert "scf.for" not in wrong and "return %c1_i32 : i32" in wrong, wrong
+    assert "scf.for" in _sccp(mlir_opt, ZERO_TRIP)  # the current release keeps the loop
+
+
+def test_the_judge_finds_it_in_the_wide_program():
+    program = ZERO_TRIP_WIDE.read_text()
+    text = for_release(exec_module(program), major_version("mlir-opt-16"))
+    verdict = judge(text, Optimizer(binary="mlir-opt-16", pipeline="builtin.module(canonicalize,cse,sccp)"))
+    assert isinstance(verdict, WrongCode), verdict
+    assert verdict.reference_output == interpret_program(program)  # independently: the interpreter
+    region = next(d for d in verdict.differences if d.function.name == "graph_14")
+    assert (region.reference, region.target) == ("32", "1"), verdict.describe()
+    same = judge(text, Optimizer(binary="mlir-opt-22", pipeline="builtin.module(canonicalize,cse,sccp)"))
+    assert same.kind == "same", same

@@ -256,7 +256,7 @@ def oracle_from_args(args: argparse.Namespace):
     if getattr(args, "oracle", "crash") != "differential":
         return None
     from harness.execute.differential import Optimizer
-    from harness.execute.oracle import OracleSettings, check_oracle
+    from harness.execute.oracle import check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
     from harness.run.runner import DEFAULT_MLIR_PIPELINE
 
@@ -264,7 +264,7 @@ def oracle_from_args(args: argparse.Namespace):
                           timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
     toolchain = Toolchain(runner=args.reference_runner,
                           runtime_library=args.runtime_library or DEFAULT_RUNTIME)
-    settings = OracleSettings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24)
+    settings = oracle_settings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24)
     check_oracle(settings)
     return settings
 

@@ -44,6 +44,7 @@ from harness.execute.differential import (
     judge_many,
 )
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
+from harness.execute.releases import for_release, major_version
 from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
@@ -52,7 +53,7 @@ from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as j
 from harness.run.runners import Program, Result, Runner
 
 __all__ = ["ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
-           "check_oracle", "oracle_target", "verdict_record"]
+           "check_oracle", "oracle_settings", "oracle_target", "verdict_record"]
 
 ORACLES = ("crash", "differential")
 DEFAULT_BATCH = 24
@@ -70,6 +71,13 @@ class OracleSettings:
     optimizer: Optimizer
     toolchain: Toolchain = Toolchain()
     batch_size: int = DEFAULT_BATCH
+    #: the optimizer's LLVM major release (its ``--version``; None: unknown, taken as current)
+    release: int | None = None
+
+    def exec_text(self, canonical: str) -> str:
+        """The exec rendering of a canonical program as this optimizer's release parses it
+        (MLIR 15/16: without overflow flags, harness.execute.releases)."""
+        return for_release(exec_module(canonical), self.release)
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,13 @@ def verdict_record(judgement) -> dict | None:
     if isinstance(judgement, (ReferenceFailed, TargetFailed)):
         return {"kind": judgement.kind, "stage": judgement.stage, "detail": judgement.detail}
     return None
+
+
+def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
+                    batch_size: int = DEFAULT_BATCH) -> OracleSettings:
+    """The settings for ``optimizer``, its release read once from its ``--version``."""
+    return OracleSettings(optimizer, toolchain or Toolchain(), batch_size,
+                          release=major_version(optimizer.binary))
 
 
 def oracle_target(optimizer: Optimizer, timeout: float) -> Target:
@@ -172,7 +187,7 @@ class DifferentialRunner(Runner):
         live: list[tuple[int, Program, str]] = []
         for k, program in enumerate(batch):
             try:
-                exec_text = exec_module(program.text)
+                exec_text = self.settings.exec_text(program.text)
             except ExecRenderError as error:
                 results[k] = self._plain(program, "", f"not a P1-P24 program: {error}")
                 continue

@@ -150,7 +150,7 @@ def _judge(text: str, settings: OracleSettings, pipeline: str) -> WrongCode | No
         return None
     try:
         reference = interpret_program(text)
-        exec_text = exec_module(text)
+        exec_text = settings.exec_text(text)
     except (InterpretError, ExecRenderError):
         return None
     optimizer = replace(settings.optimizer, pipeline=pipeline)
@@ -169,7 +169,7 @@ def lit_test(program: str, settings: OracleSettings, pipeline: str, reference: s
     lines = [f"// RUN: {optimizer} < %s | {lowering} | {runner} | FileCheck-22 %s"]
     for k, line in enumerate(reference.splitlines()):
         lines.append(f"// {'CHECK' if k == 0 else 'CHECK-NEXT'}: {{{{^}}}}{line}{{{{$}}}}")
-    return "\n".join(lines) + "\n" + exec_module(program)
+    return "\n".join(lines) + "\n" + settings.exec_text(program)
 
 
 def triage_wrong_code(findings: list[Path], settings: OracleSettings, grammar: CompiledGrammar,
@@ -204,10 +204,10 @@ def triage_wrong_code(findings: list[Path], settings: OracleSettings, grammar: C
             log(f"bucket {bucket.culprit}: the grammar does not parse its program ({parsed.reason}); "
                 "not minimized (--profile/--grammar names the grammar it came from)")
         verdict = _judge(bucket.program, settings, bucket.prefix)
-        full = judge(exec_module(bucket.program), replace(settings.optimizer, pipeline=bucket.prefix),
+        full = judge(settings.exec_text(bucket.program), replace(settings.optimizer, pipeline=bucket.prefix),
                      settings.toolchain)  # confirmed with the reference toolchain's values
         bucket.verdict = full if isinstance(full, WrongCode) else verdict
-        bucket.signature = signature_of(exec_module(bucket.program), bucket.verdict)
+        bucket.signature = signature_of(settings.exec_text(bucket.program), bucket.verdict)
         log(f"bucket {bucket.culprit} | {bucket.signature}: {len(bucket.findings)} finding(s), "
             f"minimized in {bucket.evaluations} evaluations")
         key = (bucket.culprit, bucket.signature)
