@@ -20,14 +20,20 @@ that into:
 
 from __future__ import annotations
 
+import importlib
 import re
 from functools import lru_cache
+from typing import Callable
 
 from harness.core.grammar import CompiledGrammar, GrammarError, compile_grammar, load
 from harness.core.tree import Node
 
-__all__ = ["IN_CONTRACT", "break_precondition", "contract_of", "describe_grammar",
+__all__ = ["IN_CONTRACT", "break_precondition", "contract_checker", "contract_of", "describe_grammar",
            "in_contract", "load_grammar", "robust_expectations", "with_robust_expectations"]
+
+#: A contract's checker: a program's text -> its violations (objects with a ``rule``,
+#: e.g. ``P7``, and ``format(file)``); an empty list when the program keeps the contract.
+Checker = Callable[[str], list]
 
 IN_CONTRACT = "P1-P24"
 BREAK_PREFIX = "break:"
@@ -37,6 +43,23 @@ _PRECONDITION = re.compile(r"P([1-9]|1\d|2[0-4])")
 def in_contract(grammar: CompiledGrammar) -> bool:
     """Do the grammar's programs promise P1-P24 (the checker's contract)?"""
     return grammar.meta.get("CONTRACT") == IN_CONTRACT
+
+
+def contract_checker(grammar: CompiledGrammar | None) -> Checker | None:
+    """The checker the ``grammars`` registry attaches to the grammar's contract
+    (``grammars.CONTRACT_CHECKERS``), or None: a grammar without a contract, or whose
+    contract has no checker, is held to nothing but itself."""
+    import grammars
+
+    contract = grammar.meta.get("CONTRACT") if grammar is not None else None
+    path = grammars.CONTRACT_CHECKERS.get(contract) if contract else None
+    return _checker_at(path) if path else None
+
+
+@lru_cache(maxsize=None)
+def _checker_at(path: str) -> Checker:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @lru_cache(maxsize=None)
@@ -92,7 +115,7 @@ def _edge_constructs(grammar: CompiledGrammar, tree: Node) -> list[str]:
 
 
 def contract_of(grammar: CompiledGrammar | None, tree: Node | None) -> str:
-    """``none`` (P1-P24 hold), ``P<n>`` (the broken precondition), ``edge: a, b``
+    """``none`` (the contract holds), ``P<n>`` (the broken precondition), ``edge: a, b``
     (the edge constructs used), ``edge`` when none is named, or ``unknown``."""
     if grammar is None or tree is None:
         return "unknown"

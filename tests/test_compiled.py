@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.core.codec import BytesModel, Layout, decode, encode
-from harness.core.grammar import PROFILES, load_file, load_profile
+from grammars import PROFILES
+from harness.core.grammar import load_file, load_profile
 from harness.core.render import renderer
 from harness.core.tree import choice_nodes, replace_at, walk_nodes
 from harness.core.tree_index import TreeIndex

@@ -17,7 +17,8 @@ import pytest
 from harness.core.codec import decode, encode, max_input_length
 from harness.core.engine import generate
 from harness.core.features import KPathFeatures
-from harness.core.grammar import PROFILES, load_file
+from grammars import PROFILES
+from harness.core.grammar import load_file
 from harness.core.mutate import Mutator
 from harness.core.parse import parse
 from harness.core.reduce import minimize, sort_key

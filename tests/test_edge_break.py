@@ -4,7 +4,7 @@ and the planted bugs only they reach (issue 10).
 Real mlir-opt-22 for validity, the independent checker (harness.checker) for the broken
 preconditions, real atheris campaigns and triage against the fake loom-opt.  The generic
 core properties (codec, mutator, minimizer) run on both profiles in tests/test_core.py,
-which takes every grammar of harness.core.grammar.PROFILES.
+which takes every grammar of grammars.PROFILES.
 """
 
 from __future__ import annotations

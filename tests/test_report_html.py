@@ -87,7 +87,7 @@ def test_report_html_in_headless_chromium(report, tmp_path):
     assert members == sorted(members, reverse=True) and members[0] == 2  # sorted by #sort=-members
     assert 'data-key="members" data-type="number" tabindex="0" aria-sort="descending"' in page
     assert re.search(r'<figure id="new-buckets" data-runs="2" data-new="2,1"><svg', page)
-    assert page.count('class="mlir program"') == 3 and page.count('class="mlir lit"') == 3
+    assert page.count('class="code program"') == 3 and page.count('class="code lit"') == 3
     assert '<span class="directive">RUN:</span>' in page and '<span class="op">scf.for</span>' in page
 
     shot = tmp_path / "report.png"

@@ -65,14 +65,14 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
 
 def add_grammar_arguments(parser) -> None:
     """``--grammar FILE`` and ``--profile NAME``: which grammar the programs come from."""
-    from harness.core.grammar import DEFAULT_PROFILE, PROFILES
+    from harness.core.grammar import default_profile, profile_names
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--grammar", metavar="FILE",
                        help="a grammar file: Python defining GRAMMAR (and START, RENDERINGS, "
                             "MAX_DEPTH) or JSON of the grammar dict (default: the profile's)")
-    group.add_argument("--profile", choices=sorted(PROFILES), default=None,
-                       help=f"a built-in grammar (default: {DEFAULT_PROFILE}); edge and break "
+    group.add_argument("--profile", choices=sorted(profile_names()), default=None,
+                       help=f"a built-in grammar (default: {default_profile()}); edge and break "
                             "leave P1-P24 on purpose and are judged by the robustness oracle")
     parser.add_argument("--break", dest="break_precondition", metavar="P<n>", default=None,
                         help="programs that break precondition P<n> alone (the break profile's "
@@ -102,10 +102,24 @@ def grammar_from_args(args: argparse.Namespace):
 def target_for_grammar(args: argparse.Namespace, grammar):
     """The target of the options, judged as ``grammar``'s programs deserve: off P1-P24
     (edge, break) only a clean outcome is owed, the robustness oracle (unless
-    ``--expectations`` names a file).  Raises ``TargetError``."""
+    ``--expectations`` names a file).  Raises ``TargetError``, and ``GrammarError``
+    (one line, exit 2) when the target reads a rendering the grammar does not have."""
     from harness.contract import with_robust_expectations
+    from harness.core.grammar import GrammarError
 
-    return with_robust_expectations(target_from_args(args), grammar, args.expectations is not None)
+    target = target_from_args(args)
+    missing = missing_rendering(target, grammar)
+    if missing:
+        raise GrammarError(missing)
+    return with_robust_expectations(target, grammar, args.expectations is not None)
+
+
+def missing_rendering(target, grammar) -> str | None:
+    """One line when ``target`` reads a rendering ``grammar`` does not have, else None."""
+    if target.render in grammar.renderings:
+        return None
+    return (f"--target {target.name} reads the {target.render!r} rendering, which the grammar "
+            f"does not have (its renderings: {', '.join(grammar.renderings)})")
 
 
 def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:

@@ -1,5 +1,11 @@
 """``loomfuzz check FILE...``: check programs against the spec's preconditions.
 
+With ``--grammar FILE`` the programs are held to that grammar's contract: by
+the checker the ``grammars`` registry attaches to it (``CONTRACT_CHECKERS``),
+or, for a grammar without one, by the grammar itself: each program must be
+the text of one of its derivation trees (in any of its renderings), else
+``FILE:LINE: not a program of the grammar: why``.
+
 Each FILE (``-`` for stdin) holds one program, or several separated by lines
 ``// -----`` (mlir-opt's ``--split-input-file`` convention); each is checked
 on its own, with line numbers relative to the whole file.  Violations go to
@@ -27,11 +33,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also check the default profile's sampling conventions (C1-C8, C14, C19, C20, C22)",
     )
-    from harness.core.grammar import PROFILES
+    from harness.core.grammar import profile_names
 
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--grammar",
+        metavar="FILE",
+        help="a grammar file: its programs are held to its contract's checker or, when it has "
+        "none, each must parse as one of the grammar's programs",
+    )
+    source.add_argument(
         "--profile",
-        choices=sorted(PROFILES),
+        choices=sorted(profile_names()),
         default=None,
         help="the profile the programs come from: conventions adds its sampling conventions "
         "(as --conventions); the others are held to P1-P24 (edge and break leave them on "
@@ -73,36 +86,78 @@ def _read(name: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def run(args: argparse.Namespace) -> int:
-    from harness.checker import PRECONDITION_COUNT, check_text
+@dataclasses.dataclass
+class _Tally:
+    errors: int = 0  # files that could not be read
+    files: int = 0
+    programs: int = 0
 
-    conventions = bool(getattr(args, "conventions", False)) or getattr(args, "profile", None) == "conventions"
-    errors = violations = programs = files = 0
-    for name in args.files:
+
+def _programs(names: list[str], tally: _Tally):
+    """(shown name, line offset, text) of every program of the files, counted in ``tally``;
+    an unreadable file is one line on stderr."""
+    for name in names:
         shown = "<stdin>" if name == "-" else name
         try:
             text = _read(name)
         except OSError as exc:
             print(f"loomfuzz check: error: {shown}: {exc.strerror or exc}", file=sys.stderr)
-            errors += 1
+            tally.errors += 1
             continue
-        files += 1
+        tally.files += 1
         for offset, chunk in split_programs(text):
-            programs += 1
-            for v in check_text(chunk, conventions=conventions):
-                print(dataclasses.replace(v, line=v.line + offset).format(shown))
-                violations += 1
+            tally.programs += 1
+            yield shown, offset, chunk
+
+
+def _recognize(args: argparse.Namespace, grammar) -> int:
+    """``check --grammar FILE`` for a grammar whose contract has no checker: the grammar
+    is the only judge (each program must parse)."""
+    from harness.core.parse import parse
+
+    tally, rejected = _Tally(), 0
+    for shown, offset, chunk in _programs(args.files, tally):
+        parsed = parse(chunk, grammar)
+        if not parsed.ok:
+            print(f"{shown}:{offset + 1}: not a program of the grammar: {parsed.reason}")
+            rejected += 1
+    sys.stdout.flush()
+    if rejected:
+        print(f"loomfuzz check: {_plural(rejected, 'program')} of {tally.programs} not in the grammar",
+              file=sys.stderr)
+    elif tally.files:
+        print(f"checked {_plural(tally.programs, 'program')} in {_plural(tally.files, 'file')}: all are "
+              f"programs of the grammar (it has no contract checker)")
+    return 2 if tally.errors else (1 if rejected else 0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.checker import PRECONDITION_COUNT, check_text
+
+    if getattr(args, "grammar", None):
+        from harness.contract import contract_checker, load_grammar
+
+        grammar = load_grammar(args.grammar)
+        if contract_checker(grammar) is None:
+            return _recognize(args, grammar)
+
+    conventions = bool(getattr(args, "conventions", False)) or getattr(args, "profile", None) == "conventions"
+    tally, violations = _Tally(), 0
+    for shown, offset, chunk in _programs(args.files, tally):
+        for v in check_text(chunk, conventions=conventions):
+            print(dataclasses.replace(v, line=v.line + offset).format(shown))
+            violations += 1
     sys.stdout.flush()
     what = f"all {PRECONDITION_COUNT} preconditions" + (
         " and the sampling conventions" if conventions else ""
     )
     if violations:
         print(
-            f"loomfuzz check: {_plural(violations, 'violation')} in {_plural(programs, 'program')}",
+            f"loomfuzz check: {_plural(violations, 'violation')} in {_plural(tally.programs, 'program')}",
             file=sys.stderr,
         )
-    elif files:
-        print(f"checked {_plural(programs, 'program')} in {_plural(files, 'file')}: {what} hold")
-    if errors:
+    elif tally.files:
+        print(f"checked {_plural(tally.programs, 'program')} in {_plural(tally.files, 'file')}: {what} hold")
+    if tally.errors:
         return 2
     return 1 if violations else 0

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     print(f"loomfuzz coverage: {result.trees} programs ({result.fuzz_inputs} fuzz inputs, "
-          f"{result.programs} from .mlir files){skipped}")
+          f"{result.programs} from program text files){skipped}")
     print(result.report.summary())
     for line in result.report.lines():
         print(line)

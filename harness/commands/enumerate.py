@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", action="store_true",
                         help="run the programs against the target (the options below) instead of "
                              "writing them")
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_sweep_arguments(parser)
 
 
@@ -166,9 +166,6 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
         target = sweep_target(args, grammar)
     except TargetError as error:
         return _error(str(error))
-    if target.render not in grammar.renderings:
-        return _error(f"--target {target.name} reads the {target.render} rendering, which the grammar "
-                      f"does not have (it has {', '.join(grammar.renderings)})")
     render = renderer(grammar, target.render).render
     name = grammar.meta.get("PROFILE") or Path(grammar.source).name
     depth = f" max-depth={args.max_depth}" if args.max_depth else ""

@@ -13,6 +13,7 @@ from harness.commands import (
     add_oracle_arguments,
     add_target_arguments,
     grammar_from_args,
+    missing_rendering,
     oracle_from_args,
     positive_number,
     probe_pipeline,
@@ -48,7 +49,7 @@ stopped, findings being written are finished, the summary is printed.
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_grammar_arguments(parser)
     add_oracle_arguments(parser)
     parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
@@ -180,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"cannot create {error.filename}: {error.strerror}")
 
     grammar = grammar_from_args(args)
+    # the differential oracle reads the canonical rendering, which every grammar has
+    missing = None if args.self_test or differential else missing_rendering(target, grammar)
+    if missing:
+        return _error(missing, 2)
     report = inspect_corpus(corpus, grammar)
     for path, reason in report.unreadable[:10]:
         _warn(f"cannot read corpus file {path}: {reason}; skipped (libFuzzer skips or runs it as an "

@@ -20,9 +20,10 @@ EPILOG = """\
 Programs: .mlir files (one program each, or a '// -----' stream), folders of
 them, '-' for a stream on stdin; or, with no input, generate's programs
 (-n/--seed/--engine), rendered for the target.  File programs are read back
-into derivation trees (the grammar's, else another built-in profile's) and
-rendered the way the target reads them (canonical for loom-opt, oracle for
-mlir-opt); a file no grammar parses goes to the target as it is written.
+into derivation trees by the grammar (--grammar/--profile, else the default
+profile; no other) and rendered the way the target reads them (canonical for
+loom-opt, oracle for mlir-opt); a file the grammar does not parse goes to the
+target as it is written.
 
 They run through --runner (default: the persistent driver where it is built,
 else batches through the target's --split-input-file), --jobs at once; every
@@ -51,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")
     parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="with no INPUT: generator engine (default fast)")
-    add_target_arguments(parser, targets=("loom-opt", "mlir-opt"))
+    add_target_arguments(parser)
     add_grammar_arguments(parser)
     add_sweep_arguments(parser)
 

@@ -612,11 +612,22 @@ def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fa
 
 
 # ------------------------------------------------------------------ profiles
+# The built-in grammars are data: the ``grammars`` package's registry names them
+# (``grammars.PROFILES``, ``grammars.DEFAULT_PROFILE``); the core looks them up by name.
 
-#: Profile name -> module of the ``grammars`` package (imported, so bundles carry them).
-PROFILES = {"conventions": "grammars.program_shape", "wide": "grammars.wide", "edge": "grammars.edge",
-            "break": "grammars.breaks"}
-DEFAULT_PROFILE = "conventions"
+
+def profile_names() -> list[str]:
+    """The names of the built-in profiles (the registry's order)."""
+    import grammars
+
+    return list(grammars.PROFILES)
+
+
+def default_profile() -> str:
+    """The profile a command line that names no grammar uses (the registry says which)."""
+    import grammars
+
+    return grammars.DEFAULT_PROFILE
 
 
 def _compile_module(module: Any, source: str) -> CompiledGrammar:
@@ -635,11 +646,14 @@ def _compile_module(module: Any, source: str) -> CompiledGrammar:
 
 
 @lru_cache(maxsize=None)
-def load_profile(name: str = DEFAULT_PROFILE) -> CompiledGrammar:
-    """A built-in profile's compiled grammar (cached)."""
-    if name not in PROFILES:
-        raise GrammarError(f"unknown profile {name!r}: choose one of {', '.join(PROFILES)}")
-    return _compile_module(importlib.import_module(PROFILES[name]), name)
+def load_profile(name: str | None = None) -> CompiledGrammar:
+    """A built-in profile's compiled grammar (cached); None: the default profile."""
+    import grammars
+
+    name = name or grammars.DEFAULT_PROFILE
+    if name not in grammars.PROFILES:
+        raise GrammarError(f"unknown profile {name!r}: choose one of {', '.join(grammars.PROFILES)}")
+    return _compile_module(importlib.import_module(grammars.PROFILES[name]), name)
 
 
 def load_file(path: str) -> CompiledGrammar:
@@ -667,8 +681,9 @@ def load(grammar: str | None = None, profile: str | None = None) -> CompiledGram
     """``--grammar FILE`` wins over ``--profile NAME``; neither: the default profile."""
     if grammar:
         return load_file(str(grammar))
-    return load_profile(profile or DEFAULT_PROFILE)
+    return load_profile(profile)
 
 
 def default_grammar() -> CompiledGrammar:
-    return load_profile(DEFAULT_PROFILE)
+    """The default profile's compiled grammar (the registry's ``DEFAULT_PROFILE``)."""
+    return load_profile(None)

@@ -464,6 +464,9 @@ def style_error(grammar, style: str) -> str | None:
     if style == EXEC_STYLE:
         from harness.contract import in_contract
 
+        if grammar.meta.get("CONTRACT") is None:
+            return (f"--render exec: not a rendering of this grammar (it has no contract; its "
+                    f"renderings: {', '.join(grammar.renderings)})")
         if not in_contract(grammar):
             return (f"--render exec needs a grammar whose CONTRACT is P1-P24, "
                     f"not {grammar.meta.get('CONTRACT')!r}")

@@ -37,40 +37,22 @@ class ProgramSource:
 
 class _Rerenderer:
     """Program text -> the same program in the target's rendering: parsed back into
-    its derivation tree by the grammar (then by the other built-in profiles'),
-    rendered in ``style``; None when no grammar parses it (it runs as written)."""
+    its derivation tree by the grammar the command line names (no other),
+    rendered in ``style``; None when the grammar does not parse it (it runs as
+    written)."""
 
     def __init__(self, grammar, style: str) -> None:
         self.grammar = grammar
         self.style = style
-        self._others = None
-
-    def _grammars(self):
-        yield self.grammar
-        if self._others is None:
-            from harness.core.grammar import GrammarError, PROFILES, load
-
-            self._others = []
-            for profile in PROFILES:
-                try:
-                    other = load(None, profile)
-                except GrammarError:
-                    continue
-                if other.source != self.grammar.source:
-                    self._others.append(other)
-        yield from self._others
 
     def __call__(self, text: str) -> str | None:
         from harness.core.parse import parse
         from harness.core.render import render
 
-        for grammar in self._grammars():
-            if self.style not in grammar.renderings:
-                continue
-            parsed = parse(text, grammar)
-            if parsed.ok:
-                return render(parsed.tree, grammar, self.style)
-        return None
+        if self.style not in self.grammar.renderings:
+            return None
+        parsed = parse(text, self.grammar)
+        return render(parsed.tree, self.grammar, self.style) if parsed.ok else None
 
 
 def split_stream(text: str) -> list[str]:
@@ -90,8 +72,7 @@ def from_files(paths: Sequence[str], stdin=None, *, grammar=None, style: str | N
     With ``grammar`` and ``style`` (the target's rendering), each program is
     read back into its derivation tree and rendered in ``style``: a corpus
     written in the canonical rendering runs against ``mlir-opt`` (oracle) and
-    the other way round.  A program no built-in profile's grammar parses runs
-    as written."""
+    the other way round.  A program the grammar does not parse runs as written."""
     rerender = _Rerenderer(grammar, style) if grammar is not None and style else None
     rendered = 0
     programs: list[str] = []

@@ -117,7 +117,7 @@ class TargetNotFound(Exception):
 class Target:
     name: str  # "loom-opt" | "mlir-opt" | a user's name
     argv: tuple[str, ...]  # binary + pass args; the program goes to stdin
-    render: str = "canonical"  # "canonical" | "oracle"
+    render: str = "canonical"  # the grammar's rendering it reads (the grammar names them)
     timeout: float = 10.0
     memory_mb: int | None = 4096  # RLIMIT_AS; None: no limit (sanitizer builds)
     expectations: Expectations | None = None  # None: built-in for `name`, else accept-all
@@ -125,8 +125,8 @@ class Target:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
-        if self.render not in ("canonical", "oracle"):
-            raise ValueError(f"render must be 'canonical' or 'oracle', not {self.render!r}")
+        if not self.render:
+            raise ValueError("render: the name of one of the grammar's renderings")
         if self.expectations is None:
             exp = builtin_expectations(self.name) or Expectations(
                 source="builtin:accept-all", rules=(DEFAULT_RULE,)
@@ -489,8 +489,9 @@ def resolve_target(
     ``pipeline`` (default ``DEFAULT_MLIR_PIPELINE``); oracle rendering.
 
     Any other name: a user's tool, binary ``loom_opt`` or ``name`` on PATH,
-    arguments ``pass_args`` plus ``pipeline``, canonical rendering, loom-opt's
-    expectations unless ``expectations_path`` is given.
+    arguments ``pass_args`` plus ``pipeline``, canonical rendering, and (unless
+    ``expectations_path`` is given) accept-all expectations: any clean exit is
+    fine, a crash, timeout or oom is a finding.
 
     A ``pipeline`` starting with ``-`` is passed as flags; otherwise as
     ``--pass-pipeline=PIPELINE``.
@@ -523,7 +524,7 @@ def resolve_target(
                 )
         args = tuple(pass_args) if pass_args is not None else ()
         render = "canonical"
-        builtin = "loom-opt"
+        builtin = name  # a tool of its own: no built-in expectations, so accept-all
     if pipeline:
         args = args + _pipeline_args(pipeline)
     expectations = (

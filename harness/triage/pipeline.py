@@ -55,8 +55,8 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 
 4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
-   under the predicate "same signature" (and, for a grammar whose ``CONTRACT``
-   is ``P1-P24``, "the independent checker passes"); a flaky bucket's predicate
+   under the predicate "same signature" (and, for a grammar whose contract
+   has a checker, ``grammars.CONTRACT_CHECKERS``, "that checker passes"); a flaky bucket's predicate
    retries a candidate until it is confident it does not reproduce.  Every
    candidate runs through the same runner (each triage job's driver where
    there is one: a crashing candidate costs a fork, not a process start).  The
@@ -92,8 +92,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from harness.checker import check_text
-from harness.contract import contract_of, describe_grammar
+from harness.contract import contract_checker, contract_of, describe_grammar
 from harness.core.codec import decode, encode
 from harness.core.grammar import CompiledGrammar, Node, default_grammar
 from harness.core.reduce import minimize, reduce_lines, sort_key
@@ -182,13 +181,14 @@ def extra_runs(first: Run, db: TriageDB, repeat: int) -> int:
 
 class Interesting:
     """The minimization predicate: the candidate gives ``signature`` (a run key, within
-    ``attempts`` runs) and, for trees of a grammar whose contract is P1-P24, its
-    canonical rendering passes the independent checker."""
+    ``attempts`` runs) and, for trees of a grammar whose contract has a checker
+    (harness.contract.contract_checker), its canonical rendering passes that
+    independent checker."""
 
-    def __init__(self, runner: TriageRunner, signature: str, attempts: int = 1,
-                 grammar: CompiledGrammar | None = None) -> None:
-        self.grammar = grammar or default_grammar()
-        self.check_contract = self.grammar.meta.get("CONTRACT") == "P1-P24"
+    def __init__(self, runner: TriageRunner, signature: str, attempts: int,
+                 grammar: CompiledGrammar) -> None:
+        self.grammar = grammar
+        self.check_contract = contract_checker(grammar)
         self.runner = runner
         self.target = runner.target
         self.signature = run_key_of(signature)
@@ -209,7 +209,7 @@ class Interesting:
 
     def program(self, program: Node) -> bool:
         canonical = render(program, self.grammar)
-        if self.check_contract and check_text(canonical):
+        if self.check_contract is not None and self.check_contract(canonical):
             self.rejected_by_checker += 1
             return False
         if self.target.render == "canonical":
@@ -304,11 +304,15 @@ def _tree_fields(grammar: CompiledGrammar, program: Node | None) -> dict:
 def _contract_fields(grammar: CompiledGrammar, program: Node | None, text: str) -> dict:
     """The profile an input came from and the contract it breaks (harness.contract):
     for a tree, what its grammar says (none, edge: ..., P<n>); for text outside the
-    grammar, what the independent checker finds (none, or the violated P<n>s)."""
+    grammar, what the checker of its contract finds (none, or the violated rules;
+    unknown when the contract has no checker)."""
     profile = describe_grammar(grammar)["profile"]
     if program is not None:
         return {"profile": profile, "contract": contract_of(grammar, program)}
-    broken = sorted({v.rule for v in check_text(text)}, key=lambda rule: int(rule[1:]))
+    checker = contract_checker(grammar)
+    if checker is None:
+        return {"profile": profile, "contract": "unknown"}
+    broken = sorted({v.rule for v in checker(text)}, key=lambda rule: int(rule[1:]))
     return {"profile": profile, "contract": ", ".join(broken) if broken else "none"}
 
 
@@ -592,7 +596,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
 
             def reduce_one(job):
                 bucket_id, signature, text, n = job
-                predicate = Interesting(runner, signature, n)
+                predicate = Interesting(runner, signature, n, grammar)
                 result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
                 return bucket_id, result, predicate.runs
 

@@ -87,8 +87,8 @@ The signature is in a comment at the top.
             "seconds": 0.02,
             "steps": ["drop thread 0", "drop site 0.1"],
             "note": null,
-            "contract": "none",                   // what the minimized program breaks: none (P1-P24
-                                                  // hold), "edge: while, name-empty", "P7", or
+            "contract": "none",                   // what the minimized program breaks: none (its
+                                                  // contract holds), "edge: while, name-empty", "P7", or
                                                   // the checker's P<n>s for text
             "signatures": {"crash:...": 4, "": 1} // the verification runs per signature ("": no
                                                   // finding): the evidence deduplication reads
@@ -356,7 +356,7 @@ def _contract_words(contract: str | None) -> str:
     if contract is None:
         return "unknown"
     if contract == "none":
-        return "none (P1-P24 hold)"
+        return "none (its contract holds)"
     if contract.startswith("edge"):
         return f"an edge construct ({contract[len('edge: '):] or 'edge'})"
     return contract

@@ -174,12 +174,12 @@ def _bucket_section(bucket: dict, out_dir: Path) -> str:
         shape = m["tree"] if m.get("in_shape") else "text, not in the program shape"
         parts.append(f"<h3>Minimized program <small>({e(str(shape))}; {m['lines']} lines; "
                      f"{m['target_runs']} target runs; <a href=\"{e(m['path'])}\">{e(m['path'])}</a>)</small></h3>")
-        parts.append(f'<pre class="mlir program">{highlight_mlir(program or "(file missing)")}</pre>')
+        parts.append(f'<pre class="code program">{highlight_mlir(program or "(file missing)")}</pre>')
         if b.get("regression_test"):
             lit = _read(out_dir / b["regression_test"], 200_000)
             parts.append(f"<h3>Lit test <small>(<a href=\"{e(b['regression_test'])}\">"
                          f"{e(b['regression_test'])}</a>)</small></h3>")
-            parts.append(f'<pre class="mlir lit">{highlight_mlir(lit or "(file missing)")}</pre>')
+            parts.append(f'<pre class="code lit">{highlight_mlir(lit or "(file missing)")}</pre>')
     else:
         parts.append("<p>Not minimized yet.</p>")
     stderr = _read(out_dir / b["stderr"], 20_000) if b.get("stderr") else None
