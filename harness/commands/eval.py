@@ -18,23 +18,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "'// -----' lines); - reads stdin")
 
 
-def _programs(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each '// -----'-separated program."""
-    out, start, lines = [], 1, []
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if line.strip() == "// -----":
-            out.append((start, "".join(lines)))
-            start, lines = number + 1, []
-        else:
-            lines.append(line)
-    out.append((start, "".join(lines)))
-    return [(first, body) for first, body in out if body.strip()]
-
-
 def run(args: argparse.Namespace) -> int:
     import re
 
     from harness.execute.interpret import InterpretError, interpret_program
+    from harness.fuzzing.sources import numbered_pieces
 
     status, first = 0, True
     for path in args.files:
@@ -49,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             status = 2
             continue
-        for offset, program in _programs(text):
+        for offset, program in [(n, t) for n, t in numbered_pieces(text) if t.strip()]:
             try:
                 output = interpret_program(program)
             except InterpretError as error:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-__all__ = ["ProgramSource", "SourceError", "from_files", "from_generator", "split_stream"]
+__all__ = ["ProgramSource", "SourceError", "from_files", "from_generator", "numbered_pieces", "split_stream"]
 
 #: A line where MLIR's --split-input-file cuts its input.
 _SEPARATOR = re.compile(r"^// -----[^\n]*(?:\n|\Z)", re.MULTILINE)
@@ -55,10 +55,22 @@ class _Rerenderer:
         return render(parsed.tree, self.grammar, self.style) if parsed.ok else None
 
 
+def numbered_pieces(text: str) -> list[tuple[int, str]]:
+    """(line number of its first line, text) of every piece of a ``// -----``-separated
+    stream, blank ones included."""
+    pieces, start, line = [], 0, 1
+    for separator in _SEPARATOR.finditer(text):
+        pieces.append((line, text[start:separator.start()]))
+        line += text.count("\n", start, separator.end())
+        start = separator.end()
+    pieces.append((line, text[start:]))
+    return pieces
+
+
 def split_stream(text: str) -> list[str]:
     """The programs of a ``// -----``-separated stream (blank pieces dropped when
     there are several); a text without separator is one program."""
-    pieces = _SEPARATOR.split(text)
+    pieces = [piece for _, piece in numbered_pieces(text)]
     if len(pieces) == 1:
         return pieces
     return [p for p in pieces if p.strip()]
