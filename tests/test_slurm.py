@@ -177,8 +177,13 @@ def _resumed(log: str) -> int:
 
 def test_cancelled_and_requeued_tasks_resume_and_leave_nothing_behind(cluster, reference, fake_loom_opt,
                                                                       tmp_path):
-    # small batches: the tasks are stopped between journal lines, many times a second
-    submit = ["sbatch", "--parsable", "--array=0-3", "--export=ALL,SHARDS=4", *_sweep_args(fake_loom_opt),
+    # small batches: the tasks are stopped between journal lines, many times a second; each
+    # target process starts 30 ms later (same outcomes), so that on an idle machine a task is
+    # still running when it is cancelled (without it a 1,000-program shard can end first)
+    slow = tmp_path / "slow-fake-loom-opt"
+    slow.write_text(f'#!/bin/sh\nsleep 0.03\nexec "{fake_loom_opt}" "$@"\n')
+    slow.chmod(0o755)
+    submit = ["sbatch", "--parsable", "--array=0-3", "--export=ALL,SHARDS=4", *_sweep_args(str(slow)),
               "--batch-size", "4"]
     array = cluster.run(submit, tmp_path).stdout.strip()
     shards = [tmp_path / "sweep" / f"shard-{k}" for k in range(4)]
@@ -206,7 +211,7 @@ def test_cancelled_and_requeued_tasks_resume_and_leave_nothing_behind(cluster, r
     assert 1 < _journal_lines(shards[0]) < 1000 // 4
 
     again = cluster.run(["sbatch", "--parsable", "--array=0", "--export=ALL,SHARDS=4",
-                         *_sweep_args(fake_loom_opt)], tmp_path).stdout.strip()
+                         *_sweep_args(str(slow))], tmp_path).stdout.strip()
     cluster.wait(array, again)
     assert cluster.jobs(f"{array}_1")[0]["Restarts"] == "1"
     for log in (tmp_path / f"sweep-{again}_0.log", tmp_path / f"sweep-{array}_1.log"):
