@@ -75,6 +75,10 @@ def split_lines(text: str) -> list[Line]:
 
 def _strip_comment(raw: str) -> tuple[str, str]:
     """Drop a // comment outside strings; also blank the strings' insides."""
+    if '"' not in raw:  # most lines: no string to skip, the first // starts the comment
+        cut = raw.find("//")
+        code = raw if cut < 0 else raw[:cut]
+        return code, code
     bare: list[str] = []
     i, n = 0, len(raw)
     while i < n:
