@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness.commands import (
     TargetError,
+    add_divergence_arguments,
     add_grammar_arguments,
     add_oracle_arguments,
     add_runner_argument,
@@ -54,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(target_group)
     add_runner_argument(target_group)
     add_oracle_arguments(target_group)
+    add_divergence_arguments(target_group)
     add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
@@ -131,6 +133,37 @@ def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int
     return 0
 
 
+def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int:
+    """``--reference-loom-opt`` / ``--reference-mlir-opt``: the divergence findings
+    (harness.triage.divergence)."""
+    from harness.commands import divergence_from_args, oracle_from_args
+    from harness.run.runner import TargetNotFound
+    from harness.triage.divergence import divergence_findings, triage_divergences
+
+    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
+    try:
+        target = None if settings is not None else target_for_grammar(args, grammar)
+        if target is not None:
+            probe_pipeline(args, target, "triage")
+    except (TargetError, TargetNotFound) as error:
+        return _error(str(error))
+    target, divergence = divergence_from_args(args, target, settings)  # unusable: exit 2
+    findings = divergence_findings(inputs)
+    if not findings:
+        return _error("no divergence finding in " + ", ".join(inputs))
+    log = (lambda line: None) if args.no_progress else (
+        lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True))
+    report = triage_divergences(findings, target, divergence, grammar, Path(args.out),
+                                max_evaluations=args.max_candidates, log=log)
+    for n, bucket in enumerate(report.buckets, 1):
+        print(f"{n}. {bucket.signature}: {len(bucket.findings)} finding(s); "
+              f"{args.out}/divergence/{n}/program.mlir ({len(bucket.program.splitlines())} lines)")
+    if report.not_reproduced:
+        print(f"not reproduced: {len(report.not_reproduced)}")
+    print(f"report: {args.out}/divergence/report.md", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.run.runner import TargetNotFound
     from harness.triage.pipeline import TriageConfig, run_triage
@@ -138,6 +171,8 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
+    if args.reference_loom_opt or args.reference_mlir_opt:
+        return _run_divergence(args, inputs, grammar)
     if args.oracle == "differential":
         return _run_wrong_code(args, inputs, grammar)
     try:

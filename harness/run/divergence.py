@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -101,24 +100,16 @@ class Divergence:
                     f"reference ({self.reference.reason})")
         where = self.difference.describe() if self.difference else "the outputs differ"
         if self.aspect == "values":
-            return f"printed values differ; {where}"
+            return f"printed values differ ({self.values_difference().describe('printed line')}); {where}"
         return where
 
-    def signature(self) -> str:
-        """What a bucket is: ``aspect kinds | detail``; the detail is the failing side's
-        message without numbers (outcome) or the first differing operations (output, values)."""
-        if self.aspect == "outcome":
-            failed = self.primary if self.primary.kind is not OutcomeKind.ACCEPTED else self.reference
-            detail = _message_shape(failed)
-        elif self.difference is not None:
-            detail = f"{operation_of(self.difference.primary)} vs {operation_of(self.difference.reference)}"
-        else:
-            detail = "output"
-        return f"{self.aspect} {self.kinds} | {detail}"
+    def values_difference(self) -> LineDifference | None:
+        """The first line of printed values that differs (a ``values`` divergence)."""
+        return first_difference(self.primary_values, self.reference_values)
 
     def to_json(self) -> dict:
         return {
-            "aspect": self.aspect, "kinds": self.kinds, "signature": self.signature(),
+            "aspect": self.aspect, "kinds": self.kinds,
             "describe": self.describe(),
             "first_difference": None if self.difference is None else {
                 "line": self.difference.line, "primary": self.difference.primary,
@@ -132,18 +123,6 @@ def _side_json(outcome: Outcome, values: str) -> dict:
     return {"outcome": outcome.kind.value, "reason": outcome.reason, "stdout": outcome.stdout,
             "stderr": outcome.stderr[-8000:], "normalized": normalize(outcome.stdout)
             if outcome.kind is OutcomeKind.ACCEPTED else "", "values": values}
-
-
-_LOCATION = re.compile(r"(?:<stdin>|[\w./-]+\.mlir|loc\([^)]*\)):\d+:\d+:?\s*")
-_NUMBER = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:\.\d+)?s?\b", re.I)
-
-
-def _message_shape(outcome: Outcome) -> str:
-    """A failure's one-line reason without locations and numbers (the same bug reached
-    by two programs has the same shape)."""
-    if outcome.kind is OutcomeKind.TIMEOUT:
-        return "timeout"
-    return _NUMBER.sub("N", _LOCATION.sub("", outcome.reason)).strip()[:200]
 
 
 def _values(execute: Callable[[str], str], text: str) -> str:

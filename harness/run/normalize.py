@@ -129,8 +129,8 @@ class LineDifference:
     primary: str
     reference: str
 
-    def describe(self) -> str:
-        return (f"normalized line {self.line}: {self.primary or '(end of output)'!r} here, "
+    def describe(self, what: str = "normalized line") -> str:
+        return (f"{what} {self.line}: {self.primary or '(end of output)'!r} here, "
                 f"{self.reference or '(end of output)'!r} in the reference")
 
 
