@@ -8,7 +8,8 @@ compare equal exactly when they differ only in spelling.  The rules, in the
 order they apply (docs/explanation/normal-form.md has examples):
 
 1. **Locations and comments go**: ``#loc... = loc(...)`` alias lines, every
-   ``loc(...)`` attribute, ``//`` comment lines and blank lines.
+   ``loc(...)`` attribute, ``//`` comments (whole lines, and trailing ones such
+   as ``// pred: ^bb0``) and blank lines.
 2. **Whitespace**: leading and trailing blanks go (indentation repeats the
    braces), every run of blanks outside a string literal becomes one space,
    and no blank is kept before ``,``, ``)`` or ``]``... only those the MLIR
@@ -16,7 +17,9 @@ order they apply (docs/explanation/normal-form.md has examples):
    ``:`` that follows an operand (MLIR 16 prints ``llvm.mul %a, %b  : i32``).
 3. **Scopes**: every operation directly in the module (a function, a
    dataflow graph, a global) is a scope of its own, as it is for the printer,
-   whose value names restart there; rules 4-5 apply per scope.
+   whose value names restart there (told by indentation: a line indented no
+   deeper than the module's operations, block labels aside, starts one);
+   rules 4-5 apply per scope.
 4. **Constants are inlined**: a line ``%x = arith.constant 5 : i32`` (also
    ``llvm.mlir.constant``, ``index.constant``, ``llvm.mlir.zero``,
    ``ub.poison``) goes, and every use of ``%x`` in its scope reads
@@ -67,8 +70,11 @@ def _spaced(line: str) -> str:
         if match.group(1):
             out.append(match.group(1))
         else:
-            chunk = re.sub(r"\s+", " ", match.group(2))
+            chunk, comment, _ = match.group(2).partition("//")
+            chunk = re.sub(r"\s+", " ", chunk)
             out.append(_OPERAND_COLON.sub(r"\1 :", _SPACE_BEFORE.sub("", chunk)))
+            if comment:  # a trailing comment (`// pred: ^bb0`): the rest of the line goes
+                break
     return "".join(out).strip()
 
 
@@ -110,7 +116,7 @@ def normalize(text: str) -> str:
     out: list[str] = []
     for line in raw:
         indent = len(line) - len(line.lstrip())
-        if indent <= top:
+        if indent <= top and not line.lstrip().startswith("^"):  # block labels sit outdented
             scope = _Scope()
         body = _spaced(_strip_locations(line))
         constant = _CONSTANT.match(body)
