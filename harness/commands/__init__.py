@@ -286,16 +286,17 @@ def divergence_from_args(args: argparse.Namespace, target, oracle=None):
 
 
 def divergence_runner(args: argparse.Namespace, target, settings, *, jobs: int | None = None):
-    """The :class:`harness.run.divergence.DivergenceRunner` of the options; raises ``TargetError``
-    for ``--runner persistent`` (both builds run as the binaries named)."""
-    from harness.run.divergence import DivergenceRunner
+    """The :class:`harness.run.divergence.DivergenceRunner` of the options; raises
+    ``ReferenceBuildError`` (one line, exit 2) for ``--runner persistent`` (both builds run as
+    the binaries named)."""
+    from harness.run.divergence import DivergenceRunner, ReferenceBuildError
 
     try:
         return DivergenceRunner(target, settings, runner_kind=getattr(args, "runner", None),
                                 jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
                                 batch_size=getattr(args, "batch_size", None))
     except ValueError as error:
-        raise TargetError(f"--runner: {error}") from None
+        raise ReferenceBuildError(f"--runner: {error}") from None
 
 
 def add_oracle_arguments(parser) -> None:
