@@ -111,6 +111,13 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- run
 
 
+def _progress_log(args: argparse.Namespace):
+    """A line on stderr per step of a finding's triage, unless ``--no-progress``."""
+    if args.no_progress:
+        return lambda line: None
+    return lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True)
+
+
 def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int:
     """``--oracle differential``: the wrong-code findings (harness.triage.wrong_code)."""
     from harness.commands import oracle_from_args
@@ -120,8 +127,7 @@ def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int
     findings = wrong_code_findings(inputs)
     if not findings:
         return _error("no wrong-code finding in " + ", ".join(inputs))
-    log = (lambda line: None) if args.no_progress else (
-        lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True))
+    log = _progress_log(args)
     report = triage_wrong_code(findings, settings, grammar, Path(args.out),
                                max_evaluations=args.max_candidates, log=log)
     for n, bucket in enumerate(report.buckets, 1):
@@ -151,8 +157,7 @@ def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int
     findings = divergence_findings(inputs)
     if not findings:
         return _error("no divergence finding in " + ", ".join(inputs))
-    log = (lambda line: None) if args.no_progress else (
-        lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True))
+    log = _progress_log(args)
     report = triage_divergences(findings, target, divergence, grammar, Path(args.out),
                                 max_evaluations=args.max_candidates, log=log)
     for n, bucket in enumerate(report.buckets, 1):

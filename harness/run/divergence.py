@@ -28,10 +28,10 @@ process (:func:`judge_alone`) before it is a finding.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import shlex
-import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,7 +40,16 @@ from typing import Callable, Iterable, Iterator
 from harness.run.atomic import write_atomically
 from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
 from harness.run.normalize import LineDifference, first_difference, normalize, operation_of
-from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, Verdict, judge, run_program
+from harness.run.runner import (
+    Outcome,
+    OutcomeKind,
+    Target,
+    TargetNotFound,
+    Verdict,
+    explicit_binary,
+    judge,
+    run_program,
+)
 from harness.run.runners import BatchRunner, Judge, ProcessRunner, Program, Result, Runner
 
 __all__ = ["COMPARISONS", "Divergence", "DivergenceResult", "DivergenceRunner", "DivergenceSettings",
@@ -224,6 +233,8 @@ class DivergenceRunner(Runner):
     def __init__(self, target: Target, settings: DivergenceSettings, *, runner_kind: str | None = None,
                  jobs: int = 1, batch_size: int | None = None) -> None:
         super().__init__(target, jobs=1)  # the two side runners do the work
+        if settings.execute is not None:  # a confirmation prints the same outputs: run them once
+            settings = replace(settings, execute=functools.lru_cache(maxsize=64)(settings.execute))
         self.settings = settings
         self.reference_target = settings.reference_target(target)
         kind = runner_kind or "batch"
@@ -284,14 +295,10 @@ class ReferenceBuildError(PipelineRefused):
 
 def resolve_reference(path: str, flag: str) -> str:
     """The reference binary ``flag`` names: a path to an executable file, or a name on PATH."""
-    if os.sep in path or os.path.exists(path):
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return os.path.abspath(path)
-        raise ReferenceBuildError(f"{flag} {path}: no such executable file")
-    found = shutil.which(path)
-    if not found:
-        raise ReferenceBuildError(f"{flag} {path}: not an executable file or a program on PATH")
-    return found
+    try:
+        return explicit_binary(path, flag)
+    except TargetNotFound as error:
+        raise ReferenceBuildError(str(error)) from None
 
 
 def check_reference(target: Target, settings: DivergenceSettings, flag: str) -> None:
