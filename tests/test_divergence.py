@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from harness.contract import load_grammar
-from harness.core.render import renderer
 from harness.execute.interpret import interpret_program
 from harness.execute.releases import for_release
 from harness.execute.render_exec import exec_module
@@ -29,8 +29,6 @@ PIPELINE = "builtin.module(canonicalize,cse,sccp,symbol-dce)"
 
 
 def loomfuzz(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    import os
-
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, **(env or {})})
 

@@ -39,7 +39,7 @@ from typing import Callable, Iterable, Iterator
 
 from harness.run.atomic import write_atomically
 from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
-from harness.run.normalize import LineDifference, first_difference, normalize, operation_of
+from harness.run.normalize import LineDifference, first_difference, normalize
 from harness.run.runner import (
     Outcome,
     OutcomeKind,

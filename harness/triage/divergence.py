@@ -19,9 +19,13 @@ For each finding whose sidecar says ``divergence``:
 3. **minimize** one program per bucket with the grammar's reducer
    (:func:`harness.core.reduce.minimize`) on the derivation tree parsed back
    from the program, keeping candidates that keep the grammar's contract (its
-   checker, :func:`harness.contract.contract_checker`) and still diverge with
-   the same signature;
-4. per bucket, ``divergence/<n>/``: ``program.mlir`` (minimized, in the target's
+   checker, :func:`harness.contract.contract_checker`) and still diverge: an
+   outcome divergence with the same signature; an output or values divergence
+   with the same aspect and outcome kinds, its bucket then named by the
+   minimized program's first difference (where one bug first shows depends on
+   the program around it; in the minimized program it is the bug's own);
+4. buckets whose minimized programs have one signature are merged;
+5. per bucket, ``divergence/<n>/``: ``program.mlir`` (minimized, in the target's
    rendering), ``input.mlir`` (what both builds read: the exec rendering under
    ``--oracle differential``, else the program), ``primary.txt`` and
    ``reference.txt`` (each build's output and diagnostics), and a section of
@@ -132,6 +136,21 @@ class _Judge:
         return self(render(tree, self.grammar, self.target.render))
 
 
+def _keeps(judge: _Judge, bucket: DivergenceBucket) -> Callable[[object], bool]:
+    """The minimization predicate: an outcome divergence keeps its signature (the failing
+    build's crash signature is stable); an output or values divergence keeps its aspect and
+    kinds, and the bucket is named by the minimized program's first difference."""
+    def keeps(tree) -> bool:
+        found = judge.of_tree(tree)
+        if found is None:
+            return False
+        if bucket.divergence.aspect == "outcome":
+            return signature_of(found) == bucket.signature
+        return (found.aspect, found.kinds) == (bucket.divergence.aspect, bucket.divergence.kinds)
+
+    return keeps
+
+
 def triage_divergences(findings: list[Path], target: Target, settings: DivergenceSettings,
                        grammar: CompiledGrammar, out_dir: Path, *, max_evaluations: int = 150,
                        log: Callable[[str], None] = lambda line: None) -> DivergenceReport:
@@ -159,19 +178,30 @@ def triage_divergences(findings: list[Path], target: Target, settings: Divergenc
                 "not minimized (--profile/--grammar names the grammar it came from)")
             continue
 
-        def same(tree, signature=bucket.signature) -> bool:
-            found = judge.of_tree(tree)
-            return found is not None and signature_of(found) == signature
-
-        result = minimize(parsed.tree, grammar, same, max_evaluations=max_evaluations)
+        result = minimize(parsed.tree, grammar, _keeps(judge, bucket), max_evaluations=max_evaluations)
         bucket.program = render(result.tree, grammar, target.render)
         bucket.evaluations, bucket.minimized = result.evaluations, True
         bucket.divergence = judge(bucket.program) or bucket.divergence
+        bucket.signature = signature_of(bucket.divergence)
         log(f"bucket {bucket.signature}: {len(bucket.findings)} finding(s), minimized in "
             f"{bucket.evaluations} evaluations to {len(bucket.program.splitlines())} lines")
-    report = DivergenceReport(list(buckets.values()), not_reproduced, out_dir)
+    report = DivergenceReport(_merged(list(buckets.values()), log), not_reproduced, out_dir)
     _write(report, target, settings)
     return report
+
+
+def _merged(buckets: list[DivergenceBucket], log: Callable[[str], None]) -> list[DivergenceBucket]:
+    """Buckets whose minimized programs have one signature made one (the same bug, first met
+    at two different places of two programs)."""
+    by_signature: dict[str, DivergenceBucket] = {}
+    for bucket in buckets:
+        same = by_signature.get(bucket.signature)
+        if same is None:
+            by_signature[bucket.signature] = bucket
+        else:
+            log(f"bucket {bucket.signature}: {len(bucket.findings)} more finding(s), merged")
+            same.findings += bucket.findings
+    return list(by_signature.values())
 
 
 def _side(outcome: Outcome, values: str) -> str:
