@@ -169,6 +169,17 @@ def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int
     return 0
 
 
+def _note_divergences(inputs: list[str]) -> None:
+    """One line when the inputs hold divergence findings, which only a reference build triages."""
+    from harness.triage.divergence import divergence_findings
+
+    found = divergence_findings([i for i in inputs if Path(i).is_dir()])
+    if found:
+        print(f"{PROG}: note: {len(found)} divergence finding(s) in the inputs need the reference "
+              "build to reproduce: triage them with --reference-loom-opt / --reference-mlir-opt "
+              "(their .json names it under reference_target)", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.run.runner import TargetNotFound
     from harness.triage.pipeline import TriageConfig, run_triage
@@ -180,6 +191,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         return _run_divergence(args, inputs, grammar)
     if args.oracle == "differential":
         return _run_wrong_code(args, inputs, grammar)
+    _note_divergences(inputs)
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
