@@ -130,13 +130,10 @@ def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int
     log = _progress_log(args)
     report = triage_wrong_code(findings, settings, grammar, Path(args.out),
                                max_evaluations=args.max_candidates, log=log)
-    for n, bucket in enumerate(report.buckets, 1):
-        print(f"{n}. culprit {bucket.culprit or '(whole pipeline)'} | {bucket.signature}: "
-              f"{len(bucket.findings)} finding(s); {args.out}/wrong-code/{n}/test.mlir")
-    if report.not_reproduced:
-        print(f"not reproduced: {len(report.not_reproduced)}")
-    print(f"report: {args.out}/wrong-code/report.md", file=sys.stderr)
-    return 0
+    return _summary([f"culprit {b.culprit or '(whole pipeline)'} | {b.signature}: {len(b.findings)} "
+                     f"finding(s); {args.out}/wrong-code/{n}/test.mlir"
+                     for n, b in enumerate(report.buckets, 1)],
+                    report.not_reproduced, f"{args.out}/wrong-code/report.md")
 
 
 def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int:
@@ -160,12 +157,18 @@ def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int
     log = _progress_log(args)
     report = triage_divergences(findings, target, divergence, grammar, Path(args.out),
                                 max_evaluations=args.max_candidates, log=log)
-    for n, bucket in enumerate(report.buckets, 1):
-        print(f"{n}. {bucket.signature}: {len(bucket.findings)} finding(s); "
-              f"{args.out}/divergence/{n}/program.mlir ({len(bucket.program.splitlines())} lines)")
-    if report.not_reproduced:
-        print(f"not reproduced: {len(report.not_reproduced)}")
-    print(f"report: {args.out}/divergence/report.md", file=sys.stderr)
+    return _summary([f"{b.signature}: {len(b.findings)} finding(s); {args.out}/divergence/{n}/program.mlir "
+                     f"({len(b.program.splitlines())} lines)" for n, b in enumerate(report.buckets, 1)],
+                    report.not_reproduced, f"{args.out}/divergence/report.md")
+
+
+def _summary(buckets: list[str], not_reproduced: list[str], report: str) -> int:
+    """A line per bucket (numbered), the findings not reproduced, where the report is."""
+    for n, line in enumerate(buckets, 1):
+        print(f"{n}. {line}")
+    if not_reproduced:
+        print(f"not reproduced: {len(not_reproduced)}")
+    print(f"report: {report}", file=sys.stderr)
     return 0
 
 
