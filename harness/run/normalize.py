@@ -11,10 +11,9 @@ order they apply (docs/explanation/normal-form.md has examples):
    ``loc(...)`` attribute, ``//`` comments (whole lines, and trailing ones such
    as ``// pred: ^bb0``) and blank lines.
 2. **Whitespace**: leading and trailing blanks go (indentation repeats the
-   braces), every run of blanks outside a string literal becomes one space,
-   and no blank is kept before ``,``, ``)`` or ``]``... only those the MLIR
-   printers of different releases put in different places: none before a
-   ``:`` that follows an operand (MLIR 16 prints ``llvm.mul %a, %b  : i32``).
+   braces), every run of blanks outside a string literal becomes one blank
+   (MLIR 16 prints ``llvm.mul %a, %b  : i32``, MLIR 22 ``llvm.mul %a, %b : i32``),
+   and no blank is kept before ``,``, ``)`` or ``]``.
 3. **Scopes**: every operation directly in the module (a function, a
    dataflow graph, a global) is a scope of its own, as it is for the printer,
    whose value names restart there (told by indentation: a line indented no
@@ -52,7 +51,6 @@ _LOC_ALIAS = re.compile(r"^\s*#loc\d*\s*=\s*loc\(")
 _LOC = re.compile(rf"\s*\bloc\((?:{_STRING}|[^()\"]|\((?:{_STRING}|[^()\"])*\))*\)")
 _CONSTANT = re.compile(rf"^(%[\w$.\-]+) = ((?:{'|'.join(map(re.escape, CONSTANT_OPS))})\b.*)$")
 _SPACE_BEFORE = re.compile(r" (?=[,)\]])")
-_OPERAND_COLON = re.compile(r"(%[\w$.\-#]+|>) +:(?= )")
 _OPERATION = re.compile(r'(?:^|= )"?([a-z_][\w$]*\.[\w$.]+)"?')
 
 
@@ -72,7 +70,7 @@ def _spaced(line: str) -> str:
         else:
             chunk, comment, _ = match.group(2).partition("//")
             chunk = re.sub(r"\s+", " ", chunk)
-            out.append(_OPERAND_COLON.sub(r"\1 :", _SPACE_BEFORE.sub("", chunk)))
+            out.append(_SPACE_BEFORE.sub("", chunk))
             if comment:  # a trailing comment (`// pred: ^bb0`): the rest of the line goes
                 break
     return "".join(out).strip()
