@@ -217,6 +217,86 @@ def add_sweep_arguments(parser) -> None:
                              "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_oracle_arguments(parser)
+    add_divergence_arguments(parser)
+
+
+def add_divergence_arguments(parser) -> None:
+    """``--reference-loom-opt`` / ``--reference-mlir-opt`` and ``--compare``: two builds
+    of one tool (harness.run.divergence)."""
+    from harness.run.divergence import COMPARISONS
+
+    parser.add_argument("--reference-loom-opt", metavar="PATH",
+                        help="a second build of loom-opt (e.g. yesterday's loom-raise-opt): every "
+                             "program also goes through it with the same arguments, and another "
+                             "outcome or normalised output is a divergence finding")
+    parser.add_argument("--reference-mlir-opt", metavar="PATH",
+                        help="a second build of mlir-opt (--target mlir-opt), or of the --mlir-opt "
+                             "optimizer with --oracle differential (e.g. mlir-opt-16): as "
+                             "--reference-loom-opt")
+    parser.add_argument("--compare", choices=COMPARISONS, default="output",
+                        help="with a reference build, what must agree: outcome (the outcome kinds), "
+                             "output (default: kinds and the normalised output; with --oracle "
+                             "differential a text that differs is also executed) or values (kinds "
+                             "and executed values; --oracle differential)")
+
+
+def divergence_from_args(args: argparse.Namespace, target, oracle=None):
+    """``(target, DivergenceSettings)`` of the two-builds mode, or None without a reference
+    build.  With ``oracle`` (``--oracle differential``'s settings) both builds read the exec
+    rendering and their outputs are executed.  Raises ``ReferenceBuildError`` / ``OracleError``
+    (one line; exit 2) when the reference is missing, does not run, or does not fit."""
+    from harness.run.divergence import (
+        DivergenceSettings,
+        ReferenceBuildError,
+        check_reference,
+        resolve_reference,
+    )
+
+    loom, mlir = getattr(args, "reference_loom_opt", None), getattr(args, "reference_mlir_opt", None)
+    if not (loom or mlir):
+        return None
+    if loom and mlir:
+        raise ReferenceBuildError("give --reference-loom-opt or --reference-mlir-opt, not both")
+    flag = "--reference-loom-opt" if loom else "--reference-mlir-opt"
+    compare = getattr(args, "compare", "output")
+    if oracle is not None:
+        from harness.execute.two_builds import (
+            check_reference_optimizer,
+            differential_target,
+            exec_divergence_settings,
+        )
+
+        if loom:
+            raise ReferenceBuildError("--oracle differential compares two builds of the --mlir-opt "
+                                      "optimizer: give --reference-mlir-opt")
+        reference = resolve_reference(mlir, flag)
+        check_reference_optimizer(oracle, reference)
+        return differential_target(oracle), exec_divergence_settings(reference, oracle, compare)
+    if compare == "values":
+        raise ReferenceBuildError("--compare values executes both outputs: it needs --oracle differential")
+    if mlir and target.name != "mlir-opt":
+        raise ReferenceBuildError(f"--reference-mlir-opt goes with --target mlir-opt (or --oracle "
+                                  f"differential), not --target {target.name}")
+    if loom and target.name == "mlir-opt":
+        raise ReferenceBuildError("--reference-loom-opt goes with --target loom-opt; for --target "
+                                  "mlir-opt give --reference-mlir-opt")
+    settings = DivergenceSettings(resolve_reference(loom or mlir, flag), compare)
+    check_reference(target, settings, flag)
+    return target, settings
+
+
+def divergence_runner(args: argparse.Namespace, target, settings, *, jobs: int | None = None):
+    """The :class:`harness.run.divergence.DivergenceRunner` of the options; raises
+    ``ReferenceBuildError`` (one line, exit 2) for ``--runner persistent`` (both builds run as
+    the binaries named)."""
+    from harness.run.divergence import DivergenceRunner, ReferenceBuildError
+
+    try:
+        return DivergenceRunner(target, settings, runner_kind=getattr(args, "runner", None),
+                                jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                                batch_size=getattr(args, "batch_size", None))
+    except ValueError as error:
+        raise ReferenceBuildError(f"--runner: {error}") from None
 
 
 def add_oracle_arguments(parser) -> None:
@@ -288,14 +368,20 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
 
     try:
         settings = oracle_from_args(args)
-        if settings is not None:
+        divergence = divergence_from_args(args, target, settings)  # unusable: one line, exit 2
+        if divergence is not None:
+            if settings is None:
+                probe_pipeline(args, target, command)
+            runner = divergence_runner(args, *divergence)
+            source += f" reference={divergence[1].reference} compare={divergence[1].compare}"
+        elif settings is not None:
             from harness.execute.oracle import DifferentialRunner
 
             runner = DifferentialRunner(settings, jobs=args.jobs)
             target = runner.target
         else:
             runner = runner_from_args(args, target)
-    except TargetError as failure:
+    except (TargetError, TargetNotFound) as failure:
         return error(str(failure))
     try:
         with runner:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness.commands import (
     TargetError,
+    add_divergence_arguments,
     add_grammar_arguments,
     add_oracle_arguments,
     add_runner_argument,
@@ -54,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(target_group)
     add_runner_argument(target_group)
     add_oracle_arguments(target_group)
+    add_divergence_arguments(target_group)
     add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
     triage = parser.add_argument_group("triage")
     triage.add_argument("--db", metavar="PATH",
@@ -109,6 +111,13 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- run
 
 
+def _progress_log(args: argparse.Namespace):
+    """A line on stderr per step of a finding's triage, unless ``--no-progress``."""
+    if args.no_progress:
+        return lambda line: None
+    return lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True)
+
+
 def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int:
     """``--oracle differential``: the wrong-code findings (harness.triage.wrong_code)."""
     from harness.commands import oracle_from_args
@@ -118,17 +127,60 @@ def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int
     findings = wrong_code_findings(inputs)
     if not findings:
         return _error("no wrong-code finding in " + ", ".join(inputs))
-    log = (lambda line: None) if args.no_progress else (
-        lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True))
+    log = _progress_log(args)
     report = triage_wrong_code(findings, settings, grammar, Path(args.out),
                                max_evaluations=args.max_candidates, log=log)
-    for n, bucket in enumerate(report.buckets, 1):
-        print(f"{n}. culprit {bucket.culprit or '(whole pipeline)'} | {bucket.signature}: "
-              f"{len(bucket.findings)} finding(s); {args.out}/wrong-code/{n}/test.mlir")
-    if report.not_reproduced:
-        print(f"not reproduced: {len(report.not_reproduced)}")
-    print(f"report: {args.out}/wrong-code/report.md", file=sys.stderr)
+    return _summary([f"culprit {b.culprit or '(whole pipeline)'} | {b.signature}: {len(b.findings)} "
+                     f"finding(s); {args.out}/wrong-code/{n}/test.mlir"
+                     for n, b in enumerate(report.buckets, 1)],
+                    report.not_reproduced, f"{args.out}/wrong-code/report.md")
+
+
+def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int:
+    """``--reference-loom-opt`` / ``--reference-mlir-opt``: the divergence findings
+    (harness.triage.divergence)."""
+    from harness.commands import divergence_from_args, oracle_from_args
+    from harness.run.runner import TargetNotFound
+    from harness.triage.divergence import divergence_findings, triage_divergences
+
+    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
+    try:
+        target = None if settings is not None else target_for_grammar(args, grammar)
+        if target is not None:
+            probe_pipeline(args, target, "triage")
+    except (TargetError, TargetNotFound) as error:
+        return _error(str(error))
+    target, divergence = divergence_from_args(args, target, settings)  # unusable: exit 2
+    findings = divergence_findings(inputs)
+    if not findings:
+        return _error("no divergence finding in " + ", ".join(inputs))
+    log = _progress_log(args)
+    report = triage_divergences(findings, target, divergence, grammar, Path(args.out),
+                                max_evaluations=args.max_candidates, log=log)
+    return _summary([f"{b.signature}: {len(b.findings)} finding(s); {args.out}/divergence/{n}/program.mlir "
+                     f"({len(b.program.splitlines())} lines)" for n, b in enumerate(report.buckets, 1)],
+                    report.not_reproduced, f"{args.out}/divergence/report.md")
+
+
+def _summary(buckets: list[str], not_reproduced: list[str], report: str) -> int:
+    """A line per bucket (numbered), the findings not reproduced, where the report is."""
+    for n, line in enumerate(buckets, 1):
+        print(f"{n}. {line}")
+    if not_reproduced:
+        print(f"not reproduced: {len(not_reproduced)}")
+    print(f"report: {report}", file=sys.stderr)
     return 0
+
+
+def _note_divergences(inputs: list[str]) -> None:
+    """One line when the inputs hold divergence findings, which only a reference build triages."""
+    from harness.triage.divergence import divergence_findings
+
+    found = divergence_findings([i for i in inputs if Path(i).is_dir()])
+    if found:
+        print(f"{PROG}: note: {len(found)} divergence finding(s) in the inputs need the reference "
+              "build to reproduce: triage them with --reference-loom-opt / --reference-mlir-opt "
+              "(their .json names it under reference_target)", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
@@ -138,8 +190,11 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
+    if args.reference_loom_opt or args.reference_mlir_opt:
+        return _run_divergence(args, inputs, grammar)
     if args.oracle == "differential":
         return _run_wrong_code(args, inputs, grammar)
+    _note_divergences(inputs)
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2

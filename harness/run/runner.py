@@ -68,6 +68,7 @@ __all__ = [
     "TargetNotFound",
     "Verdict",
     "classify",
+    "explicit_binary",
     "judge",
     "resolve_target",
     "run_program",
@@ -88,6 +89,8 @@ FINDING_KINDS = (
     # the differential oracle (harness.execute): values that differ after the optimizer,
     # the trusted reference toolchain failing, the optimizer's output not MLIR
     "wrong-code", "reference-failure", "target-failure",
+    # two builds of one tool (harness.run.divergence): another outcome or normalised output
+    "divergence",
 )
 
 _REASON_MAX = 300
@@ -411,7 +414,9 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def _explicit_binary(path: str, what: str) -> str:
+def explicit_binary(path: str, what: str) -> str:
+    """``path`` (a path to an executable file, or a name on PATH) as an absolute path; raises
+    ``TargetNotFound`` (one line naming ``what``)."""
     if os.sep in path or os.path.exists(path):
         if _executable(path):
             return os.path.abspath(path)
@@ -442,10 +447,10 @@ MLIR_NOT_FOUND = (
 
 def _find_loom_opt(loom_opt: str | None) -> str:
     if loom_opt:
-        return _explicit_binary(loom_opt, "loom-opt")
+        return explicit_binary(loom_opt, "loom-opt")
     env = os.environ.get("LOOM_OPT")
     if env:
-        return _explicit_binary(env, "LOOM_OPT")
+        return explicit_binary(env, "LOOM_OPT")
     for name in ("loom-opt", "loom-raise-opt"):
         found = shutil.which(name)
         if found:
@@ -456,7 +461,7 @@ def _find_loom_opt(loom_opt: str | None) -> str:
 def _find_mlir_opt() -> str:
     env = os.environ.get("MLIR_OPT")
     if env:
-        return _explicit_binary(env, "MLIR_OPT")
+        return explicit_binary(env, "MLIR_OPT")
     for name in ("mlir-opt-22", "mlir-opt"):
         found = shutil.which(name)
         if found:
@@ -515,7 +520,7 @@ def resolve_target(
         builtin = "mlir-opt"
     else:
         if loom_opt:
-            binary = _explicit_binary(loom_opt, name)
+            binary = explicit_binary(loom_opt, name)
         else:
             binary = shutil.which(name) or ""
             if not binary:
