@@ -181,7 +181,7 @@ def _phase(pool: ThreadPoolExecutor, progress: Progress):
 def _deduplicate(db: TriageDB) -> None:
     """Mark the duplicates among the buckets (harness.triage.dedup), all in one transaction."""
     facts = []
-    for row in db.buckets():
+    for row in db.buckets("crash"):  # an oracle's buckets are told apart by their own signature
         stderr = row["minimized_stderr"]
         if not stderr:
             stderr = next((m["stderr"] for m in db.members(row["id"]) if m["stderr"]), "")
