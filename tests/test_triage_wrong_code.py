@@ -59,7 +59,9 @@ def canonical_findings(folder: Path) -> list[Path]:
 def differential_part(db: TriageDB) -> dict:
     """The snapshot of the wrong-code triage's buckets and members (not crash triage's)."""
     snapshot = db.snapshot()
-    return {"buckets": {k: v for k, v in snapshot["buckets"].items() if v["oracle"] == "differential"},
+    user = ("status", "duplicate_of", "duplicate_by", "duplicate_reason")  # what `triage mark` sets
+    return {"buckets": {k: {f: x for f, x in v.items() if f not in user}
+                        for k, v in snapshot["buckets"].items() if v["oracle"] == "differential"},
             "members": {k: v for k, v in snapshot["members"].items() if k.startswith("differential:")},
             "files": [f for f in snapshot["files"] if f[2].startswith("differential:")]}
 
@@ -178,3 +180,61 @@ def test_the_bucket_record_is_kind_generic(tmp_path):
         assert json.loads(row["details"]) == {"builds": ["old", "new"]}
         assert db.oracle_bucket("wrong-code", "outcome: accepted/rejected") is None
         assert db.unminimized() == [] and db.unverified() == []  # crash triage leaves it alone
+
+
+def test_a_stopped_wrong_code_triage_keeps_its_database_and_resumes(findings, triaged, tmp_path):
+    """SIGTERM while findings are judged, SIGINT while buckets are minimized (real signals to a
+    real loomfuzz, as tests/test_stop.py sends them): each run stops whole with what it committed,
+    and the next run ends with the database an uninterrupted run made."""
+    from test_stop import GONE_WITHIN, Run
+
+    folder, optimizer = findings
+    db = tmp_path / "t" / "triage.db"
+    total = len(canonical_findings(folder))
+
+    def count(query: str) -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return conn.execute(query).fetchone()[0]
+        except sqlite3.Error:  # not created yet
+            return 0
+
+    def members() -> int:
+        return count("SELECT COUNT(*) FROM members")
+
+    def buckets() -> int:
+        return count("SELECT COUNT(*) FROM buckets")
+
+    def run(name: str) -> Run:
+        return Run(tmp_path, name, ["triage", folder, "--profile", "wide", "--oracle", "differential",
+                                    "--mlir-opt", optimizer, "--pipeline", PIPELINE, "--out", tmp_path / "t",
+                                    "--max-candidates", 8, "--jobs", 2, "--no-progress"])
+
+    stages = {"SIGTERM": lambda procs: 1 <= members() < total,
+              "SIGINT": lambda procs: members() == total and buckets() == 0 and len(procs) > 1}
+    runs = []
+    try:
+        for name, when in stages.items():
+            runs.append(run(name))
+            runs[-1].wait_for(when, f"the moment to send {name}")
+            held = members()
+            status, elapsed, left = runs[-1].stop(getattr(__import__("signal"), name))
+            assert left == [] and elapsed < GONE_WITHIN, (name, left)
+            assert status == 128 + getattr(__import__("signal"), name), runs[-1].stderr[-2000:]
+            assert "loomfuzz triage: interrupted" in runs[-1].stderr
+            assert re.search(rf"triage: stopped \({name}\): .* holds \d+ input program", runs[-1].stderr)
+            with sqlite3.connect(db) as conn:  # whole: every committed finding kept, nothing half-written
+                assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+                assert conn.execute("SELECT COUNT(*) FROM members").fetchone()[0] >= held
+                assert conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0] == 1
+        assert "resuming unfinished run 1" in runs[-1].stderr
+        final = run("final")
+        runs.append(final)
+        assert final.proc.wait(timeout=300) == 0, final.stderr[-3000:]
+        assert "(resumed)" in final.stderr and "0 judged now" in final.stderr
+    finally:
+        for started in runs:
+            started.kill_all()
+    with TriageDB(db, create=False) as resumed, TriageDB(triaged[0], create=False) as whole:
+        assert differential_part(resumed) == differential_part(whole)
+        assert resumed.last_run()["status"] == "complete" and resumed.counts()["runs"] == 1
