@@ -1,5 +1,8 @@
 """Crash triage: fuzz artifacts in, one entry per distinct bug out.
 
+(The findings of ``--oracle differential``, wrong code, are triaged into the
+same database by :mod:`harness.triage.wrong_code_triage`.)
+
 The pipeline, for ``loomfuzz triage INPUT...``:
 
 1. **Collect** (:func:`harness.triage.inputs.collect_inputs`).  Files named on the command line are
@@ -30,7 +33,8 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    ``run_program`` + ``judge``, the same target as ``fuzz``) through one
    :class:`harness.triage.runs.TriageRunner` (which counts every target run;
    ``--runner``, by default persistent where the target's driver is built,
-   else batch), window by window (:data:`WINDOW` inputs):
+   else batch), window by window (:data:`harness.triage.reproduce.WINDOW` inputs;
+   the stage's code: :mod:`harness.triage.reproduce`):
 
    * every input runs once, in ``jobs`` threads, through each thread's
      driver, or batched where the target takes ``--split-input-file``
@@ -41,19 +45,19 @@ The pipeline, for ``loomfuzz triage INPUT...``:
      nor a frame) runs again until a run shows one, at most
      ``max(BARE_RUNS, repeat)`` runs, and keeps its bare signature tied to its
      own program when none came (:meth:`Signature.for_input`); an input whose
-     signature is a bucket's that always reproduced is done (:func:`extra_runs`);
+     signature is a bucket's that always reproduced is done (:func:`~harness.triage.reproduce.extra_runs`);
      any other (new or flaky signature) runs ``repeat - 1`` more times.
 
    Each run that is a finding gets a signature (:mod:`harness.triage.signature`);
    the most frequent one (a bare one only when nothing else came:
-   :func:`majority`) names the input's bucket; ``always`` / ``sometimes``
+   :func:`~harness.triage.reproduce.majority`) names the input's bucket; ``always`` / ``sometimes``
    (flaky) / ``never`` (no finding: not reproducing, kept in the database
    without a bucket); the runs per signature are kept with the input.
    Results are committed one input per transaction, in input order, from the
    main thread; what an input needs depends only on the inputs before it, so
    a resumed run makes the same decisions.
 
-4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
+4. **Minimize** (:mod:`harness.triage.minimize`, with :mod:`harness.core.reduce`) every crash bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose contract
    has a checker, ``grammars.CONTRACT_CHECKERS``, "that checker passes"); a flaky bucket's predicate
