@@ -49,7 +49,7 @@ from harness.core.grammar import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
-from harness.execute.differential import WrongCode
+from harness.execute.differential import TargetFailed, WrongCode
 from harness.execute.oracle import OracleSettings
 from harness.triage.buckets import OracleBucket
 from harness.triage.crashdb import MemberRecord, TriageDB
@@ -150,10 +150,12 @@ def _minimize_group(group: _Group, settings: OracleSettings, grammar: CompiledGr
         program, text = result.tree, render(result.tree, grammar)
         evaluations, steps = result.evaluations, tuple(result.steps)
     verdict = verdict_of(text, settings, group.pipeline, confirm=True)
-    if _kind_of(verdict) != group.kind:  # cannot happen for a deterministic target: keep the original
+    if _kind_of(verdict) != group.kind:  # a flaky target: keep the original program
         program, text = parsed.tree, group.text
         verdict = verdict_of(text, settings, group.pipeline, confirm=True)
     exec_text = settings.exec_text(text)
+    if _kind_of(verdict) != group.kind:  # not even that: a bucket of its own, said so
+        verdict = TargetFailed("unconfirmed", f"gave {getattr(verdict, 'kind', 'no verdict')} when judged again")
     wrong = isinstance(verdict, WrongCode)
     signature = f"{group.culprit or WHOLE_PIPELINE} | {signature_of(exec_text, verdict)}"
     first = verdict.first if wrong else None
