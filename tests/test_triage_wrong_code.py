@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -183,9 +184,10 @@ def test_the_bucket_record_is_kind_generic(tmp_path):
 
 
 def test_a_stopped_wrong_code_triage_keeps_its_database_and_resumes(findings, triaged, tmp_path):
-    """SIGTERM while findings are judged, SIGINT while buckets are minimized (real signals to a
-    real loomfuzz, as tests/test_stop.py sends them): each run stops whole with what it committed,
-    and the next run ends with the database an uninterrupted run made."""
+    """SIGTERM and SIGKILL while findings are judged, SIGINT while buckets are minimized (real
+    signals to a real loomfuzz, as tests/test_stop.py sends them): each run leaves a whole
+    database with what it committed, and the next run ends with the database an uninterrupted
+    run made."""
     from test_stop import GONE_WITHIN, Run
 
     folder, optimizer = findings
@@ -210,19 +212,24 @@ def test_a_stopped_wrong_code_triage_keeps_its_database_and_resumes(findings, tr
                                     "--mlir-opt", optimizer, "--pipeline", PIPELINE, "--out", tmp_path / "t",
                                     "--max-candidates", 6, "--jobs", 2, "--no-progress"])
 
-    stages = {"SIGTERM": lambda procs: 1 <= members() < total,
-              "SIGINT": lambda procs: members() == total and buckets() == 0 and len(procs) > 1}
+    stages = {"SIGTERM": lambda procs: 1 <= members() < total,  # while judging
+              "SIGKILL": lambda procs: len(procs) > 1,  # while judging the rest: no word, no cleanup
+              "SIGINT": lambda procs: members() == total and buckets() == 0 and len(procs) > 1}  # minimizing
     runs = []
     try:
         for name, when in stages.items():
             runs.append(run(name))
             runs[-1].wait_for(when, f"the moment to send {name}")
             held = members()
-            status, elapsed, left = runs[-1].stop(getattr(__import__("signal"), name))
+            signum = getattr(signal, name)
+            status, elapsed, left = runs[-1].stop(signum)
             assert left == [] and elapsed < GONE_WITHIN, (name, left)
-            assert status == 128 + getattr(__import__("signal"), name), runs[-1].stderr[-2000:]
-            assert "loomfuzz triage: interrupted" in runs[-1].stderr
-            assert re.search(rf"triage: stopped \({name}\): .* holds \d+ input program", runs[-1].stderr)
+            if signum == signal.SIGKILL:
+                assert status == -signal.SIGKILL
+            else:
+                assert status == 128 + signum, runs[-1].stderr[-2000:]
+                assert "loomfuzz triage: interrupted" in runs[-1].stderr
+                assert re.search(rf"triage: stopped \({name}\): .* holds \d+ input program", runs[-1].stderr)
             with sqlite3.connect(db) as conn:  # whole: every committed finding kept, nothing half-written
                 assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
                 assert conn.execute("SELECT COUNT(*) FROM members").fetchone()[0] >= held
