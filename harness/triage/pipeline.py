@@ -193,6 +193,138 @@ def _deduplicate(db: TriageDB) -> None:
     db.save_duplicates({d.bucket: (d.primary, "; ".join(d.reasons)) for d in find_duplicates(facts)})
 
 
+def _reproduce_phase(config: TriageConfig, db: TriageDB, run_id: int, runner: TriageRunner,
+                     pool: ThreadPoolExecutor, todo: list[Input], groups: dict[str, list[Input]],
+                     grammar: CompiledGrammar) -> None:
+    """Stage 3: reproduce the new inputs, window by window, and record each (in input order)."""
+    target = config.target
+    target_json = _target_json(target, grammar)
+    jobs = max(1, config.jobs)
+    bucket_keys = {row["signature"] for row in db.buckets()}
+
+    def reproduce_status() -> str:
+        return f"{len(bucket_keys)} bucket(s), {runner.runs} target runs"
+
+    progress = Progress("reproduce", len(todo), "inputs", reproduce_status, enabled=config.progress)
+    with _phase(pool, progress):
+        for window_start in range(0, len(todo), WINDOW):
+            window = todo[window_start:window_start + WINDOW]
+            texts = [inp.target_text(target) for inp in window]
+            firsts = first_runs(runner, pool, texts, jobs)
+            # an input without a finding is run again whatever came before it: all at once
+            quiet = [k for k, run in enumerate(firsts) if run.signature is None]
+            again = first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
+                               jobs)
+            more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
+                    for n, k in enumerate(quiet)}
+            # in input order: what an input needs depends on the inputs recorded before it
+            for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
+                if k in more:
+                    rep = majority([first, *more[k]])
+                else:
+                    rep = reproduce_input(text, first, runner, pool, db, config.repeat)
+                signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
+                record = MemberRecord(
+                    sha256=inp.sha,
+                    form=inp.form,
+                    **tree_fields(grammar, inp.program),
+                    text=inp.text,
+                    not_in_shape=inp.not_in_shape,
+                    reproduction=rep.reproduction,
+                    hits=rep.hits,
+                    attempts=rep.attempts,
+                    outcome=rep.outcome,
+                    reason=rep.reason,
+                    stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
+                    first_path=inp.path,
+                    **contract_fields(grammar, inp.program, inp.text),
+                    signatures=json.dumps(rep.counts, sort_keys=True),
+                )
+                files = [(m.path, m.file_sha) for m in groups[inp.sha]]
+                db.record_member(run_id, record, files, signature, target_json)
+                if signature is not None:
+                    bucket_keys.add(signature.key)
+                progress.update()
+
+
+def _minimize_phase(config: TriageConfig, db: TriageDB, runner: TriageRunner, pool: ThreadPoolExecutor,
+                    grammar: CompiledGrammar) -> int:
+    """Stage 4: minimize every crash bucket without a minimized program; how many there were."""
+    pending = []
+    for bucket in db.unminimized():
+        member_id, program, text, stderr = representative_of(db, bucket["id"], grammar)
+        rows = db.members(bucket["id"])
+        hits = sum(r["hits"] for r in rows)
+        attempts = sum(r["attempts"] for r in rows)
+        flaky = hits < attempts
+        pending.append(
+            MinimizeJob(
+                bucket["id"], bucket["signature"],
+                attempts_for(hits, attempts) if flaky else 1,
+                max(config.repeat, VERIFY_FLAKY if flaky else VERIFY_RUNS),
+                member_id, program, text, stderr,
+            )
+        )
+
+    def minimize_status() -> str:
+        return f"{runner.runs} target runs"
+
+    progress = Progress("minimize", len(pending), "buckets", minimize_status, enabled=config.progress)
+    with _phase(pool, progress):
+        futures = [
+            pool.submit(minimize.minimize_job, job, runner, config.max_minimize_evaluations, grammar)
+            for job in pending
+        ]
+        for future in futures:
+            r = future.result()
+            db.save_minimization(
+                r.job.bucket_id,
+                representative=r.job.representative,
+                text=r.text,
+                **tree_fields(grammar, r.program),
+                in_shape=r.program is not None,
+                stderr=r.outcome.stderr if r.outcome else r.job.stderr,
+                signal=r.outcome.signal if r.outcome else None,
+                returncode=r.outcome.returncode if r.outcome else None,
+                hits=r.hits,
+                attempts=r.job.verify,
+                runs=r.runs,
+                evaluations=r.evaluations,
+                seconds=r.seconds,
+                steps=r.steps,
+                note=r.note,
+                contract=contract_fields(grammar, r.program, r.text)["contract"],
+                verify_counts=r.counts,
+            )
+            progress.update()
+    return len(pending)
+
+
+def _text_reduce_phase(config: TriageConfig, db: TriageDB, runner: TriageRunner, pool: ThreadPoolExecutor,
+                       grammar: CompiledGrammar) -> None:
+    """``--text-reduce``: each minimized text reduced line by line, under the same signature."""
+    reduce_jobs = []
+    for bucket in db.without_text_reduction():
+        rows = db.members(bucket["id"])
+        hits = sum(r["hits"] for r in rows)
+        attempts = sum(r["attempts"] for r in rows)
+        n = 1 if bucket["reproduction"] == "always" else attempts_for(hits, attempts)
+        reduce_jobs.append((bucket["id"], bucket["signature"], bucket["minimized_text"], n))
+
+    def reduce_one(job):
+        bucket_id, signature, text, n = job
+        predicate = Interesting(runner, signature, n, grammar)
+        result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
+        return bucket_id, result, predicate.runs
+
+    progress = Progress("text-reduce", len(reduce_jobs), "buckets", lambda: f"{runner.runs} target runs",
+                        enabled=config.progress)
+    with _phase(pool, progress):
+        for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
+            db.save_text_reduction(bucket_id, result.text, result.lines, runs)
+            progress.update()
+
+
 # --------------------------------------------------------------------- run
 
 
@@ -230,109 +362,15 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 known += 1
                 db.record_sighting(run_id, member_id, files)
 
-        target_json = _target_json(target, grammar)
-        jobs = max(1, config.jobs)
-
-        bucket_keys = {row["signature"] for row in db.buckets()}
-
-        def reproduce_status() -> str:
-            return f"{len(bucket_keys)} bucket(s), {runner.runs} target runs"
-
         started = time.monotonic()
-        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="triage")
-        progress = Progress("reproduce", len(todo), "inputs", reproduce_status, enabled=config.progress)
-        with _phase(pool, progress):
-            for window_start in range(0, len(todo), WINDOW):
-                window = todo[window_start:window_start + WINDOW]
-                texts = [inp.target_text(target) for inp in window]
-                firsts = first_runs(runner, pool, texts, jobs)
-                # an input without a finding is run again whatever came before it: all at once
-                quiet = [k for k, run in enumerate(firsts) if run.signature is None]
-                again = first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
-                                    jobs)
-                more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
-                        for n, k in enumerate(quiet)}
-                # in input order: what an input needs depends on the inputs recorded before it
-                for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
-                    if k in more:
-                        rep = majority([first, *more[k]])
-                    else:
-                        rep = reproduce_input(text, first, runner, pool, db, config.repeat)
-                    signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
-                    record = MemberRecord(
-                        sha256=inp.sha,
-                        form=inp.form,
-                        **tree_fields(grammar, inp.program),
-                        text=inp.text,
-                        not_in_shape=inp.not_in_shape,
-                        reproduction=rep.reproduction,
-                        hits=rep.hits,
-                        attempts=rep.attempts,
-                        outcome=rep.outcome,
-                        reason=rep.reason,
-                        stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
-                        first_path=inp.path,
-                        **contract_fields(grammar, inp.program, inp.text),
-                        signatures=json.dumps(rep.counts, sort_keys=True),
-                    )
-                    files = [(m.path, m.file_sha) for m in groups[inp.sha]]
-                    db.record_member(run_id, record, files, signature, target_json)
-                    if signature is not None:
-                        bucket_keys.add(signature.key)
-                    progress.update()
+        pool = ThreadPoolExecutor(max_workers=max(1, config.jobs), thread_name_prefix="triage")
+        _reproduce_phase(config, db, run_id, runner, pool, todo, groups, grammar)
         runs_reproduce = runner.runs
 
         seconds_reproduce = time.monotonic() - started
         started = time.monotonic()
 
-        # minimize every bucket that has no minimized program yet
-        pending = []
-        for bucket in db.unminimized():
-            member_id, program, text, stderr = representative_of(db, bucket["id"], grammar)
-            rows = db.members(bucket["id"])
-            hits = sum(r["hits"] for r in rows)
-            attempts = sum(r["attempts"] for r in rows)
-            flaky = hits < attempts
-            pending.append(
-                MinimizeJob(
-                    bucket["id"], bucket["signature"],
-                    attempts_for(hits, attempts) if flaky else 1,
-                    max(config.repeat, VERIFY_FLAKY if flaky else VERIFY_RUNS),
-                    member_id, program, text, stderr,
-                )
-            )
-
-        def minimize_status() -> str:
-            return f"{runner.runs} target runs"
-
-        progress = Progress("minimize", len(pending), "buckets", minimize_status, enabled=config.progress)
-        with _phase(pool, progress):
-            futures = [
-                pool.submit(minimize.minimize_job, job, runner, config.max_minimize_evaluations, grammar)
-                for job in pending
-            ]
-            for future in futures:
-                r = future.result()
-                db.save_minimization(
-                    r.job.bucket_id,
-                    representative=r.job.representative,
-                    text=r.text,
-                    **tree_fields(grammar, r.program),
-                    in_shape=r.program is not None,
-                    stderr=r.outcome.stderr if r.outcome else r.job.stderr,
-                    signal=r.outcome.signal if r.outcome else None,
-                    returncode=r.outcome.returncode if r.outcome else None,
-                    hits=r.hits,
-                    attempts=r.job.verify,
-                    runs=r.runs,
-                    evaluations=r.evaluations,
-                    seconds=r.seconds,
-                    steps=r.steps,
-                    note=r.note,
-                    contract=contract_fields(grammar, r.program, r.text)["contract"],
-                    verify_counts=r.counts,
-                )
-                progress.update()
+        minimized = _minimize_phase(config, db, runner, pool, grammar)
 
         # buckets minimized by an older loom-fuzz: their minimized programs' evidence
         for bucket in db.unverified():
@@ -344,26 +382,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         _deduplicate(db)
 
         if config.text_reduce:
-            reduce_jobs = []
-            for bucket in db.without_text_reduction():
-                rows = db.members(bucket["id"])
-                hits = sum(r["hits"] for r in rows)
-                attempts = sum(r["attempts"] for r in rows)
-                n = 1 if bucket["reproduction"] == "always" else attempts_for(hits, attempts)
-                reduce_jobs.append((bucket["id"], bucket["signature"], bucket["minimized_text"], n))
-
-            def reduce_one(job):
-                bucket_id, signature, text, n = job
-                predicate = Interesting(runner, signature, n, grammar)
-                result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
-                return bucket_id, result, predicate.runs
-
-            progress = Progress("text-reduce", len(reduce_jobs), "buckets", minimize_status,
-                                enabled=config.progress)
-            with _phase(pool, progress):
-                for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
-                    db.save_text_reduction(bucket_id, result.text, result.lines, runs)
-                    progress.update()
+            _text_reduce_phase(config, db, runner, pool, grammar)
         pool.shutdown(wait=True)
         seconds_minimize = time.monotonic() - started
 
@@ -390,7 +409,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             bugs=counts["bugs"],
             not_reproducing=counts["not_reproducing"],
             flaky=counts["flaky"],
-            minimized=len(pending),
+            minimized=minimized,
             report_dir=report_dir,
             seconds_reproduce=seconds_reproduce,
             seconds_minimize=seconds_minimize,
