@@ -59,7 +59,8 @@ from harness.core.reduce import minimize
 from harness.core.walk import random_trees
 from harness.run.runner import resolve_target
 from harness.triage.crashdb import TriageDB
-from harness.triage.pipeline import Interesting, TriageConfig, attempts_for, run_triage
+from harness.triage.minimize import Interesting, attempts_for
+from harness.triage.pipeline import TriageConfig, run_triage
 from harness.triage.runs import TriageRunner
 
 ROOT = Path(__file__).resolve().parent.parent

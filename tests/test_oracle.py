@@ -114,20 +114,27 @@ def test_triage_gives_one_bucket_per_planted_bug_and_a_lit_test(swept, tmp_path)
                     "--mlir-opt", str(optimizer), "--pipeline", PIPELINE, "--out", str(tmp_path / "t"),
                     "--max-candidates", "12", "--no-progress", cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    buckets = json.loads((tmp_path / "t" / "wrong-code" / "buckets.json").read_text())
+    report = json.loads((tmp_path / "t" / "report.json").read_text())
+    buckets = report["buckets"]
+    assert {b["oracle"] for b in buckets} == {"differential"} and {b["kind"] for b in buckets} == {"wrong-code"}
     culprits = [b["culprit"] for b in buckets]
     assert sorted(culprits) == sorted(set(culprits))  # one bucket per culprit pass
     assert set(culprits) <= set(PLANTED) and len(culprits) >= 2
     originals = [p.read_text() for p in (folder / "a").glob("crash-*.mlir") if ".exec" not in p.name
                  and ".optimized" not in p.name]
-    for n, bucket in enumerate(buckets, 1):
-        program = (tmp_path / "t" / "wrong-code" / str(n) / "program.mlir").read_text()
+    assert sum(b["members"] for b in buckets) == len(originals)
+    for bucket in buckets:
+        program = (tmp_path / "t" / bucket["minimized"]["path"]).read_text()
         assert PLANTED[bucket["culprit"]] in program  # the op the planted bug rewrites survives
         assert len(program) < min(len(text) for text in originals)  # minimized
         passes = ["canonicalize", "cse", "sccp"]  # PIPELINE's: the shortest differing prefix
         shortest = passes[:passes.index(bucket["culprit"]) + 1]
-        assert bucket["pipeline"] == f"builtin.module({','.join(shortest)})"
-        test = tmp_path / "t" / "wrong-code" / str(n) / "test.mlir"
+        assert bucket["details"]["pipeline"] == f"builtin.module({','.join(shortest)})"
+        assert bucket["signature"].startswith(f"wrong-code | {bucket['culprit']} | ")
+        # both outputs, the reference's being the interpreter's values of the minimized program
+        assert (tmp_path / "t" / bucket["reference_output"]).read_text() == interpret_program(program)
+        assert (tmp_path / "t" / bucket["observed_output"]).read_text() != interpret_program(program)
+        test = tmp_path / "t" / bucket["regression_test"]
         run = next(line for line in test.read_text().splitlines() if line.startswith("// RUN:"))
         command = run.removeprefix("// RUN:").replace("%s", str(test))
         assert str(optimizer) in command

@@ -550,6 +550,7 @@ def test_killed_midway_and_resumed_gives_the_uninterrupted_database(triaged, fak
 
 
 def test_resume_after_a_crash_during_minimization(triaged, fake_loom_opt, tmp_path, monkeypatch):
+    from harness.triage import minimize
     from harness.triage import pipeline as triage
 
     target = resolve_target("loom-opt", loom_opt=fake_loom_opt, pass_args=DETERMINISTIC.split())
@@ -557,7 +558,7 @@ def test_resume_after_a_crash_during_minimization(triaged, fake_loom_opt, tmp_pa
         inputs=[str(triaged["root"] / "fuzz")], target=target, db_path=str(tmp_path / "m.db"),
         out_dir=str(tmp_path / "out"), jobs=2, progress=False,
     )
-    real = triage._minimize_job
+    real = minimize.minimize_job
     calls = []
 
     def dying(job, *args):
@@ -566,13 +567,13 @@ def test_resume_after_a_crash_during_minimization(triaged, fake_loom_opt, tmp_pa
             raise KeyboardInterrupt  # the process dies while minimizing the second bucket
         return real(job, *args)
 
-    monkeypatch.setattr(triage, "_minimize_job", dying)
+    monkeypatch.setattr(minimize, "minimize_job", dying)
     with pytest.raises(KeyboardInterrupt):
         triage.run_triage(config, log=lambda m: None)
     with TriageDB(config.db_path, create=False) as db:
         assert len(db.unminimized()) >= 2 and db.last_run()["status"] == "running"
         db.conn.execute("UPDATE runs SET pid = 999999999")  # as after a real kill
-    monkeypatch.setattr(triage, "_minimize_job", real)
+    monkeypatch.setattr(minimize, "minimize_job", real)
     summary = triage.run_triage(config, log=lambda m: None)
     assert summary.resumed and summary.reproduced == 0
     with TriageDB(config.db_path, create=False) as db:
@@ -635,7 +636,7 @@ def test_cli_list_show_mark_report(triaged, tmp_path):
     listed = loomfuzz("triage", "list", "--db", db)
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["ID", "STATUS", "KIND", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]
+    assert lines[0].split() == ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]
     assert len(lines) == 1 + 3 + 1 and describe(from_shape("t0[for:freeze]")) in listed.stdout
     assert "3 bucket(s)" in lines[-1]
     bucket = next(b for b in triaged["report"]["buckets"] if b["type"] == "SIGSEGV")

@@ -119,21 +119,33 @@ def _progress_log(args: argparse.Namespace):
 
 
 def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int:
-    """``--oracle differential``: the wrong-code findings (harness.triage.wrong_code)."""
+    """``--oracle differential``: the differential findings (harness.triage.wrong_code_triage)."""
     from harness.commands import oracle_from_args
-    from harness.triage.wrong_code import triage_wrong_code, wrong_code_findings
+    from harness.triage.wrong_code import differential_findings
+    from harness.triage.wrong_code_triage import WrongCodeConfig, run_wrong_code_triage
 
     settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
-    findings = wrong_code_findings(inputs)
+    findings = differential_findings(inputs)
     if not findings:
         return _error("no wrong-code finding in " + ", ".join(inputs))
-    log = _progress_log(args)
-    report = triage_wrong_code(findings, settings, grammar, Path(args.out),
-                               max_evaluations=args.max_candidates, log=log)
-    return _summary([f"culprit {b.culprit or '(whole pipeline)'} | {b.signature}: {len(b.findings)} "
-                     f"finding(s); {args.out}/wrong-code/{n}/test.mlir"
-                     for n, b in enumerate(report.buckets, 1)],
-                    report.not_reproduced, f"{args.out}/wrong-code/report.md")
+    config = WrongCodeConfig(findings=findings, settings=settings, grammar=grammar, db_path=args.db,
+                             out_dir=args.out, jobs=args.jobs, max_evaluations=args.max_candidates,
+                             progress=not args.no_progress)
+    try:
+        s = run_wrong_code_triage(config)
+    except KeyboardInterrupt as error:  # a stop signal: the database keeps what was committed
+        _stopped_summary(args, error)
+        raise
+    print(f"triage: run {s.run_id}{' (resumed)' if s.resumed else ''}: {s.findings} finding(s): {s.judged} "
+          f"judged now ({s.not_reproduced} not reproduced), {s.already_known} already in {args.db}; "
+          f"{s.minimized} group(s) minimized in {s.seconds:.1f} s", file=sys.stderr)
+    for b in s.buckets:
+        print(f"bucket {b['id']}: {b['kind']}, culprit {b['culprit'] or '(whole pipeline)'}, {b['count']} "
+              f"finding(s): {b['signature']}" + (f"; {args.out}/bucket-{b['id']}/regression.mlir"
+                                                  if b["lit_test"] and s.report_dir else ""))
+    if s.report_dir:
+        print(f"report: {s.report_dir}/report.md", file=sys.stderr)
+    return 0
 
 
 def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int:
@@ -292,7 +304,7 @@ def _list(args: argparse.Namespace, words: list[str]) -> int:
             signature = b["signature"]
             if len(signature) > 100:
                 signature = signature[:97] + "..."
-            return [label, b["status"], b["kind"], b["count"],
+            return [label, b["status"], b["kind"], b["culprit"] or "-", b["count"],
                     "always" if b["reproduction"] == "always" else "flaky", minimized, signature]
 
         rows = []
@@ -301,7 +313,7 @@ def _list(args: argparse.Namespace, words: list[str]) -> int:
                 rows.append(row(b, str(b["id"])))
                 rows.extend(row(d, f"└ {d['id']}") for d in folded.get(b["id"], []))
         if rows:
-            print(_table(rows, ["ID", "STATUS", "KIND", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]))
+            print(_table(rows, ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]))
         counts = db.counts()
         print(
             f"{counts['bugs']} bug(s) in {counts['buckets']} bucket(s) (└: a duplicate, folded under its "
@@ -343,6 +355,13 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             for frame in frames[1:]:
                 print(f"              {frame}")
         print(f"members:      {b['count']} ({'always' if b['reproduction'] == 'always' else 'flaky'})")
+        if b["oracle"] != "crash":
+            details = json.loads(b["details"] or "{}")
+            print(f"culprit:      {b['culprit'] or '(whole pipeline)'} (shortest pipeline: {details.get('pipeline')})")
+            if "reference_value" in details:
+                print(f"values:       reference {details['reference_value']}, observed {details['observed_value']}")
+            if b["lit_test"]:
+                print(f"lit test:     {args.out}/bucket-{b['id']}/regression.mlir")
         if b["duplicate_of"] is not None:
             by = "by hand" if b["duplicate_by"] == "user" else "found by triage"
             print(f"duplicate of: bucket {db.primary_of(b['id'])} ({by}: {b['duplicate_reason']}); "

@@ -1,5 +1,8 @@
 """Crash triage: fuzz artifacts in, one entry per distinct bug out.
 
+(The findings of ``--oracle differential``, wrong code, are triaged into the
+same database by :mod:`harness.triage.wrong_code_triage`.)
+
 The pipeline, for ``loomfuzz triage INPUT...``:
 
 1. **Collect** (:func:`harness.triage.inputs.collect_inputs`).  Files named on the command line are
@@ -30,7 +33,8 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    ``run_program`` + ``judge``, the same target as ``fuzz``) through one
    :class:`harness.triage.runs.TriageRunner` (which counts every target run;
    ``--runner``, by default persistent where the target's driver is built,
-   else batch), window by window (:data:`WINDOW` inputs):
+   else batch), window by window (:data:`harness.triage.reproduce.WINDOW` inputs;
+   the stage's code: :mod:`harness.triage.reproduce`):
 
    * every input runs once, in ``jobs`` threads, through each thread's
      driver, or batched where the target takes ``--split-input-file``
@@ -41,19 +45,19 @@ The pipeline, for ``loomfuzz triage INPUT...``:
      nor a frame) runs again until a run shows one, at most
      ``max(BARE_RUNS, repeat)`` runs, and keeps its bare signature tied to its
      own program when none came (:meth:`Signature.for_input`); an input whose
-     signature is a bucket's that always reproduced is done (:func:`extra_runs`);
+     signature is a bucket's that always reproduced is done (:func:`~harness.triage.reproduce.extra_runs`);
      any other (new or flaky signature) runs ``repeat - 1`` more times.
 
    Each run that is a finding gets a signature (:mod:`harness.triage.signature`);
    the most frequent one (a bare one only when nothing else came:
-   :func:`majority`) names the input's bucket; ``always`` / ``sometimes``
+   :func:`~harness.triage.reproduce.majority`) names the input's bucket; ``always`` / ``sometimes``
    (flaky) / ``never`` (no finding: not reproducing, kept in the database
    without a bucket); the runs per signature are kept with the input.
    Results are committed one input per transaction, in input order, from the
    main thread; what an input needs depends only on the inputs before it, so
    a resumed run makes the same decisions.
 
-4. **Minimize** (:mod:`harness.core.reduce`) every bucket that has no
+4. **Minimize** (:mod:`harness.triage.minimize`, with :mod:`harness.core.reduce`) every crash bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
    under the predicate "same signature" (and, for a grammar whose contract
    has a checker, ``grammars.CONTRACT_CHECKERS``, "that checker passes"); a flaky bucket's predicate
@@ -84,145 +88,31 @@ would have produced.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from harness.contract import contract_checker, contract_of, describe_grammar
-from harness.core.codec import decode, encode
-from harness.core.grammar import CompiledGrammar, Node, default_grammar
-from harness.core.reduce import minimize, reduce_lines, sort_key
-from harness.core.render import render
-from harness.core.tree import decisions, describe
-from harness.run.runner import Outcome, Target
+from harness.core.grammar import CompiledGrammar, default_grammar
+from harness.core.reduce import reduce_lines
+from harness.run.runner import Target
+from harness.triage import minimize
 from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.dedup import facts_of, find_duplicates
 from harness.triage.inputs import Input, collect_inputs
+from harness.triage.minimize import (VERIFY_FLAKY, VERIFY_RUNS, Interesting, MinimizeJob, attempts_for,
+                                     representative_of, verify)
 from harness.triage.progress import Progress
-from harness.triage.runs import Run, TriageRunner
-from harness.triage.signature import Signature, run_key_of
+from harness.triage.records import contract_fields, tree_fields
+from harness.triage.reproduce import WINDOW, first_runs, majority, reproduce_input
+from harness.triage.runs import TriageRunner
 
-__all__ = [
-    "Interesting",
-    "Reproduction",
-    "TriageConfig",
-    "TriageSummary",
-    "extra_runs",
-    "majority",
-    "run_triage",
-]
+__all__ = ["STDERR_KEEP", "TriageConfig", "TriageSummary", "run_triage"]
 
-#: A flaky bucket's predicate retries a candidate until a miss this unlikely.
-FLAKY_MISS_PROBABILITY = 1e-4
-MAX_ATTEMPTS = 30
 #: Characters of a member's stderr kept in the database (the end: the stack dump).
 STDERR_KEEP = 64 * 1024
-#: Runs of a minimized program that decide always/sometimes when its bucket looked flaky.
-VERIFY_FLAKY = 10
-#: Runs of a minimized program at least (the evidence that finds duplicates).
-VERIFY_RUNS = 5
-#: Runs of an input at most while it crashes with neither a message nor a frame.
-BARE_RUNS = 5
-#: Inputs whose first runs are made together (the rest of the input waits for them).
-WINDOW = 64
-
-
-# ------------------------------------------------------------ reproduction
-
-
-@dataclass
-class Reproduction:
-    reproduction: str  # always | sometimes | never
-    hits: int
-    attempts: int
-    signature: Signature | None
-    outcome: str  # finding kind, or the outcome kind of the last run when never
-    reason: str
-    stderr: str | None
-    counts: dict[str, int] = field(default_factory=dict)  # run key -> runs; "" -> runs without finding
-
-
-def majority(runs: Sequence[Run]) -> Reproduction:
-    """The signature an input reproduces with: the most frequent over its runs
-    (ties: the first seen), a bare crash only when no run gave anything better."""
-    counts: dict[str, int] = {}
-    first: dict[str, Run] = {}
-    for run in runs:
-        key = run.signature.run_key if run.signature is not None else ""
-        counts[key] = counts.get(key, 0) + 1
-        first.setdefault(key, run)
-    found = [k for k in counts if k]
-    if not found:
-        last = runs[-1]
-        return Reproduction("never", 0, len(runs), None, last.kind, last.outcome.reason, None, counts)
-    informative = [k for k in found if not first[k].signature.bare] or found
-    key = max(informative, key=lambda k: (counts[k], -found.index(k)))
-    run = first[key]
-    hits = counts[key]
-    return Reproduction("always" if hits == len(runs) else "sometimes", hits, len(runs), run.signature,
-                        run.kind, run.why, run.outcome.stderr, counts)
-
-
-def extra_runs(first: Run, db: TriageDB, repeat: int) -> int:
-    """Runs an input needs after its first: none when it gave the signature of a bucket
-    that always reproduced; ``repeat - 1`` when it is new, flaky or gave no finding.
-    (A bare crash is re-run apart: see :func:`_reproduce`; the runs of inputs without a
-    finding are made together, batched where the target allows.)"""
-    if first.signature is not None:
-        bucket = db.bucket_by_signature(first.signature.key)
-        if bucket is not None and bucket["reproduction"] == "always":
-            return 0
-    return repeat - 1
-
-
-class Interesting:
-    """The minimization predicate: the candidate gives ``signature`` (a run key, within
-    ``attempts`` runs) and, for trees of a grammar whose contract has a checker
-    (harness.contract.contract_checker), its canonical rendering passes that
-    independent checker."""
-
-    def __init__(self, runner: TriageRunner, signature: str, attempts: int,
-                 grammar: CompiledGrammar) -> None:
-        self.grammar = grammar
-        self.check_contract = contract_checker(grammar)
-        self.runner = runner
-        self.target = runner.target
-        self.signature = run_key_of(signature)
-        self.attempts = max(1, attempts)
-        self.runs = 0  # target runs spent
-        self.rejected_by_checker = 0
-        self.last_outcome: Outcome | None = None  # the last interesting run
-        self.last_hit: str | None = None  # the text of the last interesting run
-
-    def text(self, text: str) -> bool:
-        for _ in range(self.attempts):
-            self.runs += 1
-            (run,) = self.runner.outcomes(text)
-            if run.signature is not None and run.signature.run_key == self.signature:
-                self.last_outcome, self.last_hit = run.outcome, text
-                return True
-        return False
-
-    def program(self, program: Node) -> bool:
-        canonical = render(program, self.grammar)
-        if self.check_contract is not None and self.check_contract(canonical):
-            self.rejected_by_checker += 1
-            return False
-        if self.target.render == "canonical":
-            return self.text(canonical)
-        return self.text(render(program, self.grammar, self.target.render))
-
-
-def attempts_for(hits: int, attempts: int) -> int:
-    """Runs a flaky bucket's predicate allows a candidate before calling it a miss."""
-    if attempts <= 0 or hits >= attempts:
-        return 1
-    rate = max(hits / attempts, 0.05)
-    return max(2, min(MAX_ATTEMPTS, math.ceil(math.log(FLAKY_MISS_PROBABILITY) / math.log(1 - rate))))
 
 
 # ------------------------------------------------------------------ config
@@ -292,147 +182,147 @@ def _phase(pool: ThreadPoolExecutor, progress: Progress):
         raise
 
 
-def _tree_fields(grammar: CompiledGrammar, program: Node | None) -> dict:
-    """What the database keeps of a program's tree (all None for text): its summary,
-    its encoding, and (column ``sites``) the number of choices it makes."""
-    if program is None:
-        return {"tree": None, "data": None, "sites": None}
-    return {"tree": describe(grammar, program), "data": encode(program, grammar),
-            "sites": sum(1 for _ in decisions(grammar, program))}
-
-
-def _contract_fields(grammar: CompiledGrammar, program: Node | None, text: str) -> dict:
-    """The profile an input came from and the contract it breaks (harness.contract):
-    for a tree, what its grammar says (none, edge: ..., P<n>); for text outside the
-    grammar, what the checker of its contract finds (none, or the violated rules;
-    unknown when the contract has no checker)."""
-    profile = describe_grammar(grammar)["profile"]
-    if program is not None:
-        return {"profile": profile, "contract": contract_of(grammar, program)}
-    checker = contract_checker(grammar)
-    if checker is None:
-        return {"profile": profile, "contract": "unknown"}
-    broken = sorted({v.rule for v in checker(text)}, key=lambda rule: int(rule[1:]))
-    return {"profile": profile, "contract": ", ".join(broken) if broken else "none"}
-
-
-# ---------------------------------------------------------------- minimize
-
-
-@dataclass
-class _MinimizeJob:
-    bucket_id: int
-    signature: str
-    attempts: int  # runs the predicate allows a candidate (1 unless flaky)
-    verify: int  # runs of the result that decide the bucket's always/sometimes
-    representative: int
-    program: Node | None
-    text: str
-    stderr: str | None
-
-
-@dataclass
-class _MinimizeResult:
-    job: _MinimizeJob
-    text: str
-    program: Node | None
-    runs: int
-    evaluations: int
-    seconds: float
-    steps: list[str]
-    outcome: Outcome | None  # a run of the result that gives the signature
-    hits: int  # of job.verify runs of the result
-    counts: dict[str, int]  # run key -> runs of the result that gave it ("" -> no finding)
-    note: str | None
-
-
-def _representative(db: TriageDB, bucket_id: int,
-                    grammar: CompiledGrammar) -> tuple[int, Node | None, str, str | None]:
-    """The simplest member: (member id, tree or None, text, stderr)."""
-    best = None
-    for row in db.members(bucket_id):
-        if row["form"] == "tree":
-            program = decode(row["data"], grammar)
-            key = (0, sort_key(grammar, program), row["lines"], row["id"])
-        else:
-            program = None
-            key = (1, (), row["lines"], row["id"])
-        if best is None or key < best[0]:
-            best = (key, row["id"], program, row["text"], row["stderr"])
-    assert best is not None, f"bucket {bucket_id} has no member"
-    return best[1], best[2], best[3], best[4]
-
-
-def _verify(runner: TriageRunner, text: str, signature: str,
-            runs: int) -> tuple[int, Outcome | None, dict[str, int]]:
-    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``."""
-    hits, first, counts = 0, None, {}
-    wanted = run_key_of(signature)
-    for run in runner.outcomes(text, runs):
-        key = run.signature.run_key if run.signature is not None else ""
-        counts[key] = counts.get(key, 0) + 1
-        if key == wanted:
-            hits += 1
-            first = first or run.outcome
-    return hits, first, counts
-
-
-def _minimize_job(job: _MinimizeJob, runner: TriageRunner, max_evaluations: int,
-                  grammar: CompiledGrammar) -> _MinimizeResult:
-    """Minimize one bucket's representative, then run the result ``job.verify`` times."""
-    if job.program is None:
-        hits, outcome, counts = _verify(runner, job.text, job.signature, job.verify)
-        return _MinimizeResult(
-            job, job.text, None, 0, 0, 0.0, [], outcome, hits, counts,
-            "no member is in the shape: the smallest member is kept as text "
-            "(use --text-reduce to reduce it line by line)",
-        )
-    predicate = Interesting(runner, job.signature, job.attempts, grammar)
-    result = minimize(job.program, grammar, predicate.program, max_evaluations=max_evaluations)
-    text = render(result.tree, grammar, runner.target.render)
-    note = f"minimization stopped after {max_evaluations} candidates" if result.exhausted else None
-    hits, outcome, counts = _verify(runner, text, job.signature, job.verify)
-    if outcome is None and predicate.last_hit == text:
-        outcome = predicate.last_outcome
-    return _MinimizeResult(
-        job, text, result.tree, predicate.runs, result.evaluations, result.seconds,
-        result.steps, outcome, hits, counts, note,
-    )
-
-
-def _first_runs(runner: TriageRunner, pool: ThreadPoolExecutor, texts: list[str], jobs: int) -> list[Run]:
-    """One run of each text, in ``jobs`` parallel shares (each batched where the target allows)."""
-    if not texts:
-        return []
-    share = math.ceil(len(texts) / jobs)
-    slices = [texts[k:k + share] for k in range(0, len(texts), share)]
-    return [run for runs in pool.map(runner.first_runs, slices) for run in runs]
-
-
-def _reproduce(text: str, first: Run, runner: TriageRunner, pool: ThreadPoolExecutor,
-               db: TriageDB, repeat: int) -> Reproduction:
-    """A finding's reproduction from its first run and the runs it needs after it."""
-    runs = [first]
-    if first.signature is not None and first.signature.bare:
-        # a bare crash tells nothing: run again until a run shows a message or frames
-        while len(runs) < max(BARE_RUNS, repeat) and all(
-                r.signature is None or r.signature.bare for r in runs):
-            runs += runner.outcomes(text)
-        return majority(runs)
-    more = extra_runs(first, db, repeat)
-    runs += [run for batch in pool.map(lambda _: runner.outcomes(text), range(more)) for run in batch]
-    return majority(runs)
-
-
 def _deduplicate(db: TriageDB) -> None:
     """Mark the duplicates among the buckets (harness.triage.dedup), all in one transaction."""
     facts = []
-    for row in db.buckets():
+    for row in db.buckets("crash"):  # an oracle's buckets are told apart by their own signature
         stderr = row["minimized_stderr"]
         if not stderr:
             stderr = next((m["stderr"] for m in db.members(row["id"]) if m["stderr"]), "")
         facts.append(facts_of(row, stderr))
     db.save_duplicates({d.bucket: (d.primary, "; ".join(d.reasons)) for d in find_duplicates(facts)})
+
+
+def _reproduce_phase(config: TriageConfig, db: TriageDB, run_id: int, runner: TriageRunner,
+                     pool: ThreadPoolExecutor, todo: list[Input], groups: dict[str, list[Input]],
+                     grammar: CompiledGrammar) -> None:
+    """Stage 3: reproduce the new inputs, window by window, and record each (in input order)."""
+    target = config.target
+    target_json = _target_json(target, grammar)
+    jobs = max(1, config.jobs)
+    bucket_keys = {row["signature"] for row in db.buckets()}
+
+    def reproduce_status() -> str:
+        return f"{len(bucket_keys)} bucket(s), {runner.runs} target runs"
+
+    progress = Progress("reproduce", len(todo), "inputs", reproduce_status, enabled=config.progress)
+    with _phase(pool, progress):
+        for window_start in range(0, len(todo), WINDOW):
+            window = todo[window_start:window_start + WINDOW]
+            texts = [inp.target_text(target) for inp in window]
+            firsts = first_runs(runner, pool, texts, jobs)
+            # an input without a finding is run again whatever came before it: all at once
+            quiet = [k for k, run in enumerate(firsts) if run.signature is None]
+            again = first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
+                               jobs)
+            more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
+                    for n, k in enumerate(quiet)}
+            # in input order: what an input needs depends on the inputs recorded before it
+            for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
+                if k in more:
+                    rep = majority([first, *more[k]])
+                else:
+                    rep = reproduce_input(text, first, runner, pool, db, config.repeat)
+                signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
+                record = MemberRecord(
+                    sha256=inp.sha,
+                    form=inp.form,
+                    **tree_fields(grammar, inp.program),
+                    text=inp.text,
+                    not_in_shape=inp.not_in_shape,
+                    reproduction=rep.reproduction,
+                    hits=rep.hits,
+                    attempts=rep.attempts,
+                    outcome=rep.outcome,
+                    reason=rep.reason,
+                    stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
+                    first_path=inp.path,
+                    **contract_fields(grammar, inp.program, inp.text),
+                    signatures=json.dumps(rep.counts, sort_keys=True),
+                )
+                files = [(m.path, m.file_sha) for m in groups[inp.sha]]
+                db.record_member(run_id, record, files, signature, target_json)
+                if signature is not None:
+                    bucket_keys.add(signature.key)
+                progress.update()
+
+
+def _minimize_phase(config: TriageConfig, db: TriageDB, runner: TriageRunner, pool: ThreadPoolExecutor,
+                    grammar: CompiledGrammar) -> int:
+    """Stage 4: minimize every crash bucket without a minimized program; how many there were."""
+    pending = []
+    for bucket in db.unminimized():
+        member_id, program, text, stderr = representative_of(db, bucket["id"], grammar)
+        rows = db.members(bucket["id"])
+        hits = sum(r["hits"] for r in rows)
+        attempts = sum(r["attempts"] for r in rows)
+        flaky = hits < attempts
+        pending.append(
+            MinimizeJob(
+                bucket["id"], bucket["signature"],
+                attempts_for(hits, attempts) if flaky else 1,
+                max(config.repeat, VERIFY_FLAKY if flaky else VERIFY_RUNS),
+                member_id, program, text, stderr,
+            )
+        )
+
+    def minimize_status() -> str:
+        return f"{runner.runs} target runs"
+
+    progress = Progress("minimize", len(pending), "buckets", minimize_status, enabled=config.progress)
+    with _phase(pool, progress):
+        futures = [
+            pool.submit(minimize.minimize_job, job, runner, config.max_minimize_evaluations, grammar)
+            for job in pending
+        ]
+        for future in futures:
+            r = future.result()
+            db.save_minimization(
+                r.job.bucket_id,
+                representative=r.job.representative,
+                text=r.text,
+                **tree_fields(grammar, r.program),
+                in_shape=r.program is not None,
+                stderr=r.outcome.stderr if r.outcome else r.job.stderr,
+                signal=r.outcome.signal if r.outcome else None,
+                returncode=r.outcome.returncode if r.outcome else None,
+                hits=r.hits,
+                attempts=r.job.verify,
+                runs=r.runs,
+                evaluations=r.evaluations,
+                seconds=r.seconds,
+                steps=r.steps,
+                note=r.note,
+                contract=contract_fields(grammar, r.program, r.text)["contract"],
+                verify_counts=r.counts,
+            )
+            progress.update()
+    return len(pending)
+
+
+def _text_reduce_phase(config: TriageConfig, db: TriageDB, runner: TriageRunner, pool: ThreadPoolExecutor,
+                       grammar: CompiledGrammar) -> None:
+    """``--text-reduce``: each minimized text reduced line by line, under the same signature."""
+    reduce_jobs = []
+    for bucket in db.without_text_reduction():
+        rows = db.members(bucket["id"])
+        hits = sum(r["hits"] for r in rows)
+        attempts = sum(r["attempts"] for r in rows)
+        n = 1 if bucket["reproduction"] == "always" else attempts_for(hits, attempts)
+        reduce_jobs.append((bucket["id"], bucket["signature"], bucket["minimized_text"], n))
+
+    def reduce_one(job):
+        bucket_id, signature, text, n = job
+        predicate = Interesting(runner, signature, n, grammar)
+        result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
+        return bucket_id, result, predicate.runs
+
+    progress = Progress("text-reduce", len(reduce_jobs), "buckets", lambda: f"{runner.runs} target runs",
+                        enabled=config.progress)
+    with _phase(pool, progress):
+        for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
+            db.save_text_reduction(bucket_id, result.text, result.lines, runs)
+            progress.update()
 
 
 # --------------------------------------------------------------------- run
@@ -472,140 +362,27 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
                 known += 1
                 db.record_sighting(run_id, member_id, files)
 
-        target_json = _target_json(target, grammar)
-        jobs = max(1, config.jobs)
-
-        bucket_keys = {row["signature"] for row in db.buckets()}
-
-        def reproduce_status() -> str:
-            return f"{len(bucket_keys)} bucket(s), {runner.runs} target runs"
-
         started = time.monotonic()
-        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="triage")
-        progress = Progress("reproduce", len(todo), "inputs", reproduce_status, enabled=config.progress)
-        with _phase(pool, progress):
-            for window_start in range(0, len(todo), WINDOW):
-                window = todo[window_start:window_start + WINDOW]
-                texts = [inp.target_text(target) for inp in window]
-                firsts = _first_runs(runner, pool, texts, jobs)
-                # an input without a finding is run again whatever came before it: all at once
-                quiet = [k for k, run in enumerate(firsts) if run.signature is None]
-                again = _first_runs(runner, pool, [texts[k] for k in quiet for _ in range(config.repeat - 1)],
-                                    jobs)
-                more = {k: again[n * (config.repeat - 1):(n + 1) * (config.repeat - 1)]
-                        for n, k in enumerate(quiet)}
-                # in input order: what an input needs depends on the inputs recorded before it
-                for k, (inp, text, first) in enumerate(zip(window, texts, firsts)):
-                    if k in more:
-                        rep = majority([first, *more[k]])
-                    else:
-                        rep = _reproduce(text, first, runner, pool, db, config.repeat)
-                    signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
-                    record = MemberRecord(
-                        sha256=inp.sha,
-                        form=inp.form,
-                        **_tree_fields(grammar, inp.program),
-                        text=inp.text,
-                        not_in_shape=inp.not_in_shape,
-                        reproduction=rep.reproduction,
-                        hits=rep.hits,
-                        attempts=rep.attempts,
-                        outcome=rep.outcome,
-                        reason=rep.reason,
-                        stderr=rep.stderr[-STDERR_KEEP:] if rep.stderr else rep.stderr,
-                        first_path=inp.path,
-                        **_contract_fields(grammar, inp.program, inp.text),
-                        signatures=json.dumps(rep.counts, sort_keys=True),
-                    )
-                    files = [(m.path, m.file_sha) for m in groups[inp.sha]]
-                    db.record_member(run_id, record, files, signature, target_json)
-                    if signature is not None:
-                        bucket_keys.add(signature.key)
-                    progress.update()
+        pool = ThreadPoolExecutor(max_workers=max(1, config.jobs), thread_name_prefix="triage")
+        _reproduce_phase(config, db, run_id, runner, pool, todo, groups, grammar)
         runs_reproduce = runner.runs
 
         seconds_reproduce = time.monotonic() - started
         started = time.monotonic()
 
-        # minimize every bucket that has no minimized program yet
-        pending = []
-        for bucket in db.unminimized():
-            member_id, program, text, stderr = _representative(db, bucket["id"], grammar)
-            rows = db.members(bucket["id"])
-            hits = sum(r["hits"] for r in rows)
-            attempts = sum(r["attempts"] for r in rows)
-            flaky = hits < attempts
-            pending.append(
-                _MinimizeJob(
-                    bucket["id"], bucket["signature"],
-                    attempts_for(hits, attempts) if flaky else 1,
-                    max(config.repeat, VERIFY_FLAKY if flaky else VERIFY_RUNS),
-                    member_id, program, text, stderr,
-                )
-            )
-
-        def minimize_status() -> str:
-            return f"{runner.runs} target runs"
-
-        progress = Progress("minimize", len(pending), "buckets", minimize_status, enabled=config.progress)
-        with _phase(pool, progress):
-            futures = [
-                pool.submit(_minimize_job, job, runner, config.max_minimize_evaluations, grammar)
-                for job in pending
-            ]
-            for future in futures:
-                r = future.result()
-                db.save_minimization(
-                    r.job.bucket_id,
-                    representative=r.job.representative,
-                    text=r.text,
-                    **_tree_fields(grammar, r.program),
-                    in_shape=r.program is not None,
-                    stderr=r.outcome.stderr if r.outcome else r.job.stderr,
-                    signal=r.outcome.signal if r.outcome else None,
-                    returncode=r.outcome.returncode if r.outcome else None,
-                    hits=r.hits,
-                    attempts=r.job.verify,
-                    runs=r.runs,
-                    evaluations=r.evaluations,
-                    seconds=r.seconds,
-                    steps=r.steps,
-                    note=r.note,
-                    contract=_contract_fields(grammar, r.program, r.text)["contract"],
-                    verify_counts=r.counts,
-                )
-                progress.update()
+        minimized = _minimize_phase(config, db, runner, pool, grammar)
 
         # buckets minimized by an older loom-fuzz: their minimized programs' evidence
         for bucket in db.unverified():
             runs = max(config.repeat, VERIFY_FLAKY if bucket["reproduction"] != "always" else VERIFY_RUNS)
-            _, _, counts = _verify(runner, bucket["minimized_text"], bucket["signature"], runs)
+            _, _, counts = verify(runner, bucket["minimized_text"], bucket["signature"], runs)
             db.save_evidence(bucket["id"], counts)
         if config.progress:
             log("triage: looking for duplicates among the buckets")
         _deduplicate(db)
 
         if config.text_reduce:
-            reduce_jobs = []
-            for bucket in db.without_text_reduction():
-                rows = db.members(bucket["id"])
-                hits = sum(r["hits"] for r in rows)
-                attempts = sum(r["attempts"] for r in rows)
-                n = 1 if bucket["reproduction"] == "always" else attempts_for(hits, attempts)
-                reduce_jobs.append((bucket["id"], bucket["signature"], bucket["minimized_text"], n))
-
-            def reduce_one(job):
-                bucket_id, signature, text, n = job
-                predicate = Interesting(runner, signature, n, grammar)
-                result = reduce_lines(text, predicate.text, max_evaluations=config.max_text_evaluations)
-                return bucket_id, result, predicate.runs
-
-            progress = Progress("text-reduce", len(reduce_jobs), "buckets", minimize_status,
-                                enabled=config.progress)
-            with _phase(pool, progress):
-                for bucket_id, result, runs in pool.map(reduce_one, reduce_jobs):
-                    db.save_text_reduction(bucket_id, result.text, result.lines, runs)
-                    progress.update()
+            _text_reduce_phase(config, db, runner, pool, grammar)
         pool.shutdown(wait=True)
         seconds_minimize = time.monotonic() - started
 
@@ -632,7 +409,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
             bugs=counts["bugs"],
             not_reproducing=counts["not_reproducing"],
             flaky=counts["flaky"],
-            minimized=len(pending),
+            minimized=minimized,
             report_dir=report_dir,
             seconds_reproduce=seconds_reproduce,
             seconds_minimize=seconds_minimize,

@@ -11,6 +11,14 @@ status)::
     DIR/bucket-N/regression.mlir  a lit test for loom's test/ tree (RUN line + CHECK lines + program)
     DIR/bucket-N/stderr.txt       the full stderr of one reproduction (of the minimized program)
     DIR/bucket-N/text-reduced.mlir   only with --text-reduce: the line-reduced text
+    DIR/bucket-N/reference.txt    a wrong-code bucket: what the minimized program prints (reference)
+    DIR/bucket-N/observed.txt     the same after optimization (the target's values)
+
+A bucket of another oracle (wrong code: ``oracle`` ``differential``) has the
+same files but ``stderr.txt``; its regression test is the lit test that
+oracle's triage stored (RUN: optimizer | lowering | runner | FileCheck,
+CHECK lines with the reference values: it fails while the optimizer changes
+the values).
 
 Every file is written to a temporary name and renamed, so a killed run never
 leaves half a report.
@@ -92,10 +100,19 @@ The signature is in a comment at the top.
                                                   // the checker's P<n>s for text
             "signatures": {"crash:...": 4, "": 1} // the verification runs per signature ("": no
                                                   // finding): the evidence deduplication reads
+            "text": "..."                         // oracle buckets only: the minimized program
           },
           "text_reduced": null | {"path": "bucket-1/text-reduced.mlir", "lines": 9, "target_runs": 120},
           "regression_test": "bucket-1/regression.mlir",
-          "stderr": "bucket-1/stderr.txt",
+          "stderr": "bucket-1/stderr.txt",        // null for an oracle bucket
+          "oracle": "crash",                      // crash | differential (wrong code) | ...
+          "culprit": null,                        // oracle buckets: the pass the bisection blames
+          "reference_output": null,               // oracle buckets: bucket-1/reference.txt, or null
+          "observed_output": null,                // oracle buckets: bucket-1/observed.txt, or null
+          "details": null,                        // oracle buckets: the oracle's facts, e.g.
+                                                  // {"pipeline": "builtin.module(canonicalize,cse)",
+                                                  //  "first_difference": "...", "reference_value": "3",
+                                                  //  "observed_value": "-3"}
           "inputs": [                             // the bucket's members
             {"sha256": "...", "paths": ["artifacts/crash-ab12"], "form": "tree",
              "tree": "t0[...] t1[...]", "sites": 3, "lines": 80,
@@ -309,6 +326,12 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "lines": b["text_reduced_lines"],
                 "target_runs": b["text_runs"],
             }
+        oracle = b["oracle"] != "crash"
+        if oracle and minimized:  # its report shows the program (a crash bucket's: its file)
+            minimized["text"] = b["minimized_text"]
+        regression = None
+        if minimized and (not oracle or b["lit_test"]):
+            regression = f"{d}/regression.mlir"
         buckets.append(
             {
                 "id": b["id"],
@@ -331,8 +354,13 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "duplicates": [k for k, p in primary.items() if p == b["id"] and k != b["id"]],
                 "minimized": minimized,
                 "text_reduced": text_reduced,
-                "regression_test": f"{d}/regression.mlir" if minimized else None,
-                "stderr": f"{d}/stderr.txt",
+                "regression_test": regression,
+                "stderr": None if oracle else f"{d}/stderr.txt",
+                "oracle": b["oracle"],
+                "culprit": b["culprit"],
+                "reference_output": f"{d}/reference.txt" if b["reference_output"] is not None else None,
+                "observed_output": f"{d}/observed.txt" if b["observed_output"] is not None else None,
+                "details": json.loads(b["details"]) if b["details"] else None,
                 "inputs": [_member_json(db, m) for m in db.members(b["id"])],
             }
         )
@@ -366,6 +394,22 @@ def _seen(counts: dict) -> str:
     """``3 x `sig`, 1 x no finding``: how often each signature came, most often first."""
     return ", ".join(f"{n} x " + (f"`{_cell(key)}`" if key else "no finding")
                      for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _oracle_lines(b: dict) -> list[str]:
+    """An oracle bucket's own facts: culprit, shortest pipeline, values (report.md)."""
+    details = b.get("details") or {}
+    lines = [f"- oracle: {b['oracle']}; culprit pass: `{b['culprit'] or '(whole pipeline)'}`"]
+    if details.get("pipeline"):
+        lines.append(f"- shortest pipeline that gives it: `{_cell(details['pipeline'])}`")
+    if details.get("first_difference"):
+        lines.append(f"- first difference: {_cell(details['first_difference'])}")
+    if "reference_value" in details:
+        lines.append(f"- reference value {details['reference_value']}, observed {details['observed_value']}")
+    for key, what in (("reference_output", "reference values"), ("observed_output", "observed values")):
+        if b.get(key):
+            lines.append(f"- {what}: [{b[key]}]({b[key]})")
+    return lines
 
 
 def report_markdown(data: dict) -> str:
@@ -423,6 +467,8 @@ def report_markdown(data: dict) -> str:
             lines.append("- duplicates: " + ", ".join(f"[bucket {k}](#bucket-{k})" for k in b["duplicates"]))
         if b.get("profile"):
             lines.append(f"- profile: {b['profile']}")
+        if b["oracle"] != "crash":
+            lines.extend(_oracle_lines(b))
         m = b["minimized"]
         if m:
             shape = m["tree"] if m["in_shape"] else "text, not in the shape"
@@ -431,14 +477,18 @@ def report_markdown(data: dict) -> str:
                 f"{m['target_runs']} target runs)"
             )
             lines.append(f"- contract the minimized program breaks: {_contract_words(m.get('contract'))}")
+            if b["oracle"] != "crash":
+                lines.extend(["", "```mlir", m["text"].rstrip(), "```", ""])
             if m.get("signatures"):
                 runs = sum(m["signatures"].values())
                 lines.append(f"- signatures of {runs} runs of the minimized program: " + _seen(m["signatures"]))
-            lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
+            if b["regression_test"]:
+                lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
         if b["text_reduced"]:
             tr = b["text_reduced"]
             lines.append(f"- text-reduced: [{tr['path']}]({tr['path']}) ({tr['lines']} lines)")
-        lines.append(f"- stderr: [{b['stderr']}]({b['stderr']})")
+        if b["stderr"]:
+            lines.append(f"- stderr: [{b['stderr']}]({b['stderr']})")
         lines.append(f"- inputs ({b['members']}):")
         for member in b["inputs"][:20]:
             paths = ", ".join(member["paths"][:3]) + (" ..." if len(member["paths"]) > 3 else "")
@@ -470,6 +520,13 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | Non
     data = report_data(db, run_id=run_id)
     for b in db.buckets():
         d = out / f"bucket-{b['id']}"
+        if b["oracle"] != "crash":  # its triage stored its lit test and values
+            _write(d / "minimized.mlir", b["minimized_text"])
+            for name, text in (("regression.mlir", b["lit_test"]), ("reference.txt", b["reference_output"]),
+                               ("observed.txt", b["observed_output"])):
+                if text is not None:
+                    _write(d / name, text)
+            continue
         if b["minimized_text"] is not None:
             _write(d / "minimized.mlir", b["minimized_text"])
             _write(d / "regression.mlir", regression_test(b))

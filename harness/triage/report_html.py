@@ -150,6 +150,31 @@ def _table(data: dict) -> str:
             + "\n</tbody></table>")
 
 
+def _oracle_facts(b: dict, out_dir: Path) -> str:
+    """An oracle bucket's culprit pass, shortest pipeline, first difference and both values."""
+    e = html.escape
+    details = b.get("details") or {}
+    rows = [("culprit pass", f"<code>{e(b.get('culprit') or '(whole pipeline)')}</code>")]
+    if details.get("pipeline"):
+        rows.append(("shortest pipeline", f"<code>{e(details['pipeline'])}</code>"))
+    if details.get("first_difference"):
+        rows.append(("first difference", e(details["first_difference"])))
+    if "reference_value" in details:
+        rows.append(("values", f"reference <code class=\"reference\">{e(str(details['reference_value']))}</code>, "
+                               f"observed <code class=\"observed\">{e(str(details['observed_value']))}</code>"))
+    if details.get("stage"):
+        rows.append(("failure", e(f"{details['stage']}: {details.get('detail', '')}")))
+    table = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    out = [f'<table class="oracle-facts">{table}</table>']
+    for key, title in (("reference_output", "Reference values (before optimization)"),
+                       ("observed_output", "Observed values (after optimization)")):
+        if b.get(key):
+            text = _read(out_dir / b[key], 20_000)
+            out.append(f'<details class="{key}"><summary>{e(title)} (<a href="{e(b[key])}">{e(b[key])}</a>)'
+                       f'</summary><pre>{e(text or "(file missing)")}</pre></details>')
+    return "\n".join(out)
+
+
 def _bucket_section(bucket: dict, out_dir: Path) -> str:
     e = html.escape
     b = bucket
@@ -163,6 +188,8 @@ def _bucket_section(bucket: dict, out_dir: Path) -> str:
     if b.get("duplicates"):
         parts.append('<p class="duplicates">Duplicates folded under this bug: '
                      + ", ".join(f'<a href="#bucket-{k}">bucket {k}</a>' for k in b["duplicates"]) + "</p>")
+    if b.get("oracle", "crash") != "crash":
+        parts.append(_oracle_facts(b, out_dir))
     seen = (b.get("minimized") or {}).get("signatures")
     if seen:
         parts.append("<p>Signatures over the runs of the minimized program:</p><ul class=\"seen\">" + "".join(
