@@ -408,7 +408,7 @@ def _show_divergence(args: argparse.Namespace, b) -> None:
     details = json.loads(b["details"] or "{}")
     print(f"this build:   {details.get('this_build')}")
     print(f"reference:    {details.get('reference_build')} (compared: {details.get('compare')})")
-    if details.get("first_difference"):
+    if details.get("first_difference") and details["first_difference"] not in (b["message"] or ""):
         print(f"difference:   {details['first_difference']}")
     folder = f"{args.out}/bucket-{b['id']}"
     print(f"reproduce:    cd {shlex.quote(folder)} && {details.get('reproduce')}")
