@@ -184,21 +184,25 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.run.runner import TargetNotFound
+    from harness.run.runner import FINDING_KINDS, TargetNotFound
+    from harness.triage.divergence import divergence_findings
+    from harness.triage.oracle_runs import findings_in
     from harness.triage.pipeline import TriageConfig, run_triage
+    from harness.triage.wrong_code import KINDS
 
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
-    from harness.triage.divergence import divergence_findings
-    from harness.triage.oracle_runs import findings_in
-    from harness.triage.wrong_code import KINDS
 
     if args.reference_loom_opt or args.reference_mlir_opt:
         return _run_divergence(args, divergence_findings(inputs, unrecorded=True), grammar, inputs)
     divergences = divergence_findings(inputs)
     wrong_code = findings_in(inputs, KINDS, unrecorded=True) if args.oracle == "differential" else []
     if divergences and not wrong_code:  # the reference build the findings record
+        others = findings_in(inputs, [k for k in FINDING_KINDS if k != "divergence"])
+        if others:
+            print(f"{PROG}: note: {len(others)} other finding(s) in the inputs (e.g. {others[0]}) are no "
+                  "divergence: triage them apart, naming their files", file=sys.stderr)
         return _run_divergence(args, divergences, grammar, inputs)
     if args.oracle == "differential":
         if not wrong_code:

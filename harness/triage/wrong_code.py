@@ -37,7 +37,7 @@ from harness.checker import check_text
 from harness.execute.differential import Verdict, WrongCode, judge
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError, _split_list, exec_module
+from harness.execute.render_exec import ExecRenderError, _split_list
 from harness.execute.toolchain import LOWERING
 from harness.triage.oracle_runs import sidecar_kind, stop_point
 
