@@ -1,6 +1,9 @@
 """Two builds of one tool (``--reference-loom-opt`` / ``--reference-mlir-opt``): the normal form
 of printed MLIR on real mlir-opt-16 and mlir-opt-22 output, two builds that differ in one
-behaviour (a divergence found and triaged to one bucket), two identical builds (none),
+behaviour (a divergence found and triaged to one bucket of the triage database: list, show,
+mark, each build's output, the reproduction command run; a second triage judges nothing; 1 and
+2 jobs, the reference named or read from the sidecars, give one database; a recorded reference
+build that is gone), two identical builds (none),
 MLIR 16 against 22 under ``--oracle differential``, and bad reference builds (exit 2)."""
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +25,7 @@ from harness.execute.releases import for_release
 from harness.execute.render_exec import exec_module
 from harness.fuzzing.sources import from_generator
 from harness.run.normalize import first_difference, normalize
+from harness.triage.crashdb import TriageDB
 
 ROOT = Path(__file__).resolve().parents[1]
 CHANGED = ROOT / "tests" / "fixtures" / "changed_build.py"
@@ -135,20 +140,30 @@ def test_two_identical_builds_give_no_divergence(tmp_path):
     assert not _findings(tmp_path / "a")
 
 
-def test_a_build_changed_in_one_behaviour_is_found_and_triaged_to_one_bucket(tmp_path):
+COUNT, SEED = 53, 4  # six programs of the 53 call @extern_scale in a region
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory) -> Path:
+    """The findings of 53 programs through the changed build, mlir-opt-22 the reference."""
     mlir22 = _require("mlir-opt-22")
-    count, seed = 100, 4
-    done = loomfuzz("run", "-n", str(count), "--seed", str(seed), "--target", "mlir-opt",
-                    "--reference-mlir-opt", mlir22, "--artifacts", str(tmp_path / "a"), "--no-progress",
+    folder = tmp_path_factory.mktemp("changed") / "a"
+    done = loomfuzz("run", "-n", str(COUNT), "--seed", str(SEED), "--target", "mlir-opt",
+                    "--reference-mlir-opt", mlir22, "--artifacts", str(folder), "--no-progress",
                     env={"MLIR_OPT": str(CHANGED)})
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    return folder
+
+
+def test_a_build_changed_in_one_behaviour_is_found(changed):
+    mlir22 = _require("mlir-opt-22")
     # which programs should diverge, from mlir-opt-22 alone: those whose output calls @extern_scale
-    source = from_generator(load_grammar(None, None), "fast", seed, count, "oracle")
-    programs = [source.program_at(k) for k in range(count)]
+    source = from_generator(load_grammar(None, None), "fast", SEED, COUNT, "oracle")
+    programs = [source.program_at(k) for k in range(COUNT)]
     outputs = _opt(mlir22, "// -----\n".join(programs), split=True).split("// -----\n")
     expected = {"crash-" + hashlib.sha1(p.encode()).hexdigest()
                 for p, out in zip(programs, outputs) if "llvm.call @extern_scale(" in out}
-    findings = _findings(tmp_path / "a")
+    findings = _findings(changed)
     assert {f["name"] for f in findings} == expected and len(expected) >= 5
     for record in findings:
         divergence = record["divergence"]
@@ -157,21 +172,112 @@ def test_a_build_changed_in_one_behaviour_is_found_and_triaged_to_one_bucket(tmp
         assert "@extern_scale" in divergence["first_difference"]["reference"]
         assert record["reference_target"]["argv"][0] == mlir22
 
-    out = tmp_path / "t"
-    done = loomfuzz("triage", str(tmp_path / "a"), "--target", "mlir-opt", "--reference-mlir-opt", mlir22,
-                    "--out", str(out), "--no-progress", env={"MLIR_OPT": str(CHANGED)})
+
+def _triage(findings: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return loomfuzz("triage", str(findings), "--target", "mlir-opt", "--out", str(out), *extra,
+                    env={"MLIR_OPT": str(CHANGED)})
+
+
+@pytest.fixture(scope="module")
+def triaged(changed, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The changed build's findings triaged with the reference named, in 2 jobs: (out, the run)."""
+    out = tmp_path_factory.mktemp("triaged") / "t"
+    done = _triage(changed, out, "--reference-mlir-opt", _require("mlir-opt-22"), "--jobs", "2")
     assert done.returncode == 0, done.stderr[-2000:]
-    buckets = json.loads((out / "divergence" / "buckets.json").read_text())
-    assert len(buckets) == 1 and len(buckets[0]["findings"]) == len(expected)
-    assert buckets[0]["signature"] == "output: llvm.call vs llvm.call"
-    program = (out / "divergence" / "1" / "program.mlir").read_text()
-    smallest = min(len((tmp_path / "a" / f"{name}.mlir").read_text()) for name in expected)
+    return out, done
+
+
+def test_the_divergence_is_one_bucket_of_the_triage_database(changed, triaged):
+    out, done = triaged
+    mlir22 = _require("mlir-opt-22")
+    findings = sorted(changed.glob("crash-*.mlir"))
+    with TriageDB(out / "triage.db", create=False) as db:
+        (bucket,) = db.buckets()
+        assert bucket["oracle"] == bucket["kind"] == "divergence" and bucket["count"] == len(findings)
+        assert bucket["signature"] == "divergence | output: llvm.call vs llvm.call"
+        assert db.oracle_bucket("divergence", "output: llvm.call vs llvm.call")["id"] == bucket["id"]
+        program = bucket["minimized_text"]
+    smallest = min(len(path.read_text()) for path in findings)
     assert len(program) <= smallest  # one region whose body is the call
     assert program.count("loom.spatial_region") == 1 and program.count("llvm.call @extern_scale(") == 1
-    # the reproduction, independently: the two builds print different modules for input.mlir
-    text = (out / "divergence" / "1" / "input.mlir").read_text()
-    assert _opt(str(CHANGED), text) != _opt(mlir22, text)
-    assert "diff <(" in (out / "divergence" / "report.md").read_text()
+    assert (out / "bucket-1" / "minimized.mlir").read_text() == program
+    assert f"bucket 1: divergence, {out}/bucket-1/reproduce.sh, {len(findings)} finding(s)" in done.stdout
+    # list, show, mark
+    listed = loomfuzz("triage", "list", "--out", str(out))
+    assert listed.returncode == 0
+    assert re.search(r"^1\s+new\s+divergence\s+-\s+" + str(len(findings)) + r"\s+always\s", listed.stdout, re.M)
+    shown = loomfuzz("triage", "show", "1", "--out", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert f"this build:   {CHANGED} " in shown.stdout and f"reference:    {mlir22} " in shown.stdout
+    mine = shown.stdout.split("--- this build's output (normalised):\n")[1].split("--- ")[0]
+    theirs = shown.stdout.split("--- the reference build's output (normalised):\n")[1].split("---\n")[0]
+    assert "llvm.call @helper_double(%" in mine and "llvm.call @extern_scale(%" in theirs
+    assert mine.replace("llvm.call @helper_double(", "llvm.call @extern_scale(") == theirs  # the one change
+    assert "%arg" not in mine and "<arith.constant 0 : index>" in mine  # the normal form
+    assert (out / "bucket-1" / "observed.txt").read_text() == mine
+    assert (out / "bucket-1" / "reference.txt").read_text() == theirs
+    command = re.search(r"^reproduce:    (.*)$", shown.stdout, re.M).group(1)
+    for reproduce in (command, str(out / "bucket-1" / "reproduce.sh")):  # run: still the divergence
+        ran = subprocess.run(["bash", "-c", reproduce], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 1, ran.stderr  # diff: the outputs differ ...
+        assert re.search(r"^< .*llvm\.call @helper_double\(", ran.stdout, re.M), ran.stdout
+        assert re.search(r"^> .*llvm\.call @extern_scale\(", ran.stdout, re.M), ran.stdout
+        assert len([line for line in ran.stdout.splitlines() if line[:2] in ("< ", "> ")]) == 2  # ... there only
+    assert _opt(str(CHANGED), program) != _opt(mlir22, program)  # independently, on the minimized program
+    report = (out / "report.md").read_text()
+    assert "- reproduce (" in report and "diff <(" in report and "this build's output" in report
+    assert "reproduce.sh" in (out / "report.html").read_text()
+    marked = loomfuzz("triage", "mark", "1", "fixed", "--out", str(out))
+    assert marked.returncode == 0 and "bucket 1: fixed" in marked.stdout
+    assert re.search(r"^1\s+fixed\s+divergence", loomfuzz("triage", "list", "--out", str(out)).stdout, re.M)
+    assert loomfuzz("triage", "mark", "1", "new", "--out", str(out)).returncode == 0
+
+
+def _snapshot(db_path: Path) -> dict:
+    """The database's buckets, members and files, without the status a later run changes
+    (a bucket seen again is ``known``) or `triage mark` sets."""
+    with TriageDB(db_path, create=False) as db:
+        snapshot = db.snapshot()
+    for bucket in snapshot["buckets"].values():
+        del bucket["status"]
+    return snapshot
+
+
+def test_triage_again_judges_nothing_and_the_sidecars_name_the_reference(changed, triaged, tmp_path):
+    out, _ = triaged
+    count = len(list(changed.glob("crash-*.mlir")))
+    before = _snapshot(out / "triage.db")
+    # no reference option: the build the findings' sidecars record; the same database
+    again = _triage(changed, out, "--jobs", "2", "--no-progress")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"the reference build {_require('mlir-opt-22')} (compare output), as " in again.stderr
+    assert f"0 judged now (0 not reproduced), {count} already in" in again.stderr
+    assert "0 group(s) minimized" in again.stderr
+    assert _snapshot(out / "triage.db") == before
+    # a fresh database, 1 job, from the sidecars: the same database as 2 jobs with the option
+    one = _triage(changed, tmp_path / "one", "--jobs", "1", "--no-progress")
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert _snapshot(tmp_path / "one" / "triage.db") == before
+
+
+def test_a_recorded_reference_build_that_is_gone(changed, triaged, tmp_path):
+    out, _ = triaged
+    gone = tmp_path / "yesterday" / "mlir-opt"
+    folder = tmp_path / "a"
+    shutil.copytree(changed, folder)
+    for sidecar in folder.glob("crash-*.json"):
+        record = json.loads(sidecar.read_text())
+        record["reference_target"]["argv"][0] = str(gone)
+        sidecar.write_text(json.dumps(record))
+    db = out / "triage.db"
+    before = db.read_bytes()
+    done = _triage(folder, out, "--no-progress")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert str(gone) in line and "does not exist" in line and ".json" in line, line
+    assert db.read_bytes() == before  # untouched
+    done = _triage(folder, tmp_path / "fresh", "--no-progress")
+    assert done.returncode == 2 and not (tmp_path / "fresh" / "triage.db").exists()
 
 
 def _build(tmp_path: Path, name: str, fake: str, plants: str) -> Path:
@@ -200,10 +306,13 @@ def test_two_loom_builds_one_crashing_where_the_other_does_not(tmp_path, fake_lo
     done = loomfuzz("triage", str(tmp_path / "a"), "--target", "loom-opt", "--loom-opt", str(today),
                     "--reference-loom-opt", str(yesterday), "--out", str(out), "--no-progress")
     assert done.returncode == 0, done.stderr[-2000:]
-    buckets = json.loads((out / "divergence" / "buckets.json").read_text())
-    assert len(buckets) == 1 and len(buckets[0]["findings"]) == len(findings)
-    assert buckets[0]["signature"].startswith("outcome: this build crash:SIGSEGV | loom::MemoryLowering")
-    program = (out / "divergence" / "1" / "program.mlir").read_text()
+    with TriageDB(out / "triage.db", create=False) as db:
+        (bucket,) = db.buckets()
+        assert bucket["kind"] == "divergence" and bucket["count"] == len(findings)
+        assert bucket["signature"].startswith("divergence | outcome: this build crash:SIGSEGV | "
+                                              "loom::MemoryLowering")
+        assert json.loads(bucket["details"])["kinds"] in ("crash/accepted", "crash/rejected")
+    program = (out / "bucket-1" / "minimized.mlir").read_text()
     assert program.count("loom.spatial_region") == 1  # one site: memory in scf.if (the planted crash)
     alone = [subprocess.run([str(build), "--loom-lower-for-to-graph"], input=program, capture_output=True,
                             text=True, timeout=30) for build in (today, yesterday)]

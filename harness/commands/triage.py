@@ -16,6 +16,7 @@ a file or folder literally named ``list``, ``show``, ``mark``, ``report`` or
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -111,28 +112,18 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- run
 
 
-def _progress_log(args: argparse.Namespace):
-    """A line on stderr per step of a finding's triage, unless ``--no-progress``."""
-    if args.no_progress:
-        return lambda line: None
-    return lambda line: print(f"loomfuzz triage: {line}", file=sys.stderr, flush=True)
+def _oracle_config(args: argparse.Namespace, findings, grammar):
+    from harness.triage.oracle_runs import OracleRunConfig
+
+    return OracleRunConfig(findings=findings, grammar=grammar, db_path=args.db, out_dir=args.out, jobs=args.jobs,
+                           max_evaluations=args.max_candidates, progress=not args.no_progress)
 
 
-def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int:
-    """``--oracle differential``: the differential findings (harness.triage.wrong_code_triage)."""
-    from harness.commands import oracle_from_args
-    from harness.triage.wrong_code import differential_findings
-    from harness.triage.wrong_code_triage import WrongCodeConfig, run_wrong_code_triage
-
-    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
-    findings = differential_findings(inputs)
-    if not findings:
-        return _error("no wrong-code finding in " + ", ".join(inputs))
-    config = WrongCodeConfig(findings=findings, settings=settings, grammar=grammar, db_path=args.db,
-                             out_dir=args.out, jobs=args.jobs, max_evaluations=args.max_candidates,
-                             progress=not args.no_progress)
+def _oracle_run(args: argparse.Namespace, triage, describe) -> int:
+    """Run an oracle's triage (harness.triage.oracle_runs), then its summary: a line on the
+    findings, a line per bucket (``describe(row)``), where the report is."""
     try:
-        s = run_wrong_code_triage(config)
+        s = triage()
     except KeyboardInterrupt as error:  # a stop signal: the database keeps what was committed
         _stopped_summary(args, error)
         raise
@@ -140,21 +131,43 @@ def _run_wrong_code(args: argparse.Namespace, inputs: list[str], grammar) -> int
           f"judged now ({s.not_reproduced} not reproduced), {s.already_known} already in {args.db}; "
           f"{s.minimized} group(s) minimized in {s.seconds:.1f} s", file=sys.stderr)
     for b in s.buckets:
-        print(f"bucket {b['id']}: {b['kind']}, culprit {b['culprit'] or '(whole pipeline)'}, {b['count']} "
-              f"finding(s): {b['signature']}" + (f"; {args.out}/bucket-{b['id']}/regression.mlir"
-                                                  if b["lit_test"] and s.report_dir else ""))
+        print(f"bucket {b['id']}: {b['kind']}, " + describe(b) + f", {b['count']} finding(s): {b['signature']}")
     if s.report_dir:
         print(f"report: {s.report_dir}/report.md", file=sys.stderr)
     return 0
 
 
-def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int:
-    """``--reference-loom-opt`` / ``--reference-mlir-opt``: the divergence findings
-    (harness.triage.divergence)."""
+def _run_wrong_code(args: argparse.Namespace, findings, grammar) -> int:
+    """``--oracle differential``: the differential findings (harness.triage.wrong_code_triage)."""
+    from harness.commands import oracle_from_args
+    from harness.triage.wrong_code_triage import run_wrong_code_triage
+
+    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
+    config = _oracle_config(args, findings, grammar)
+
+    def describe(b) -> str:
+        lit = f"; {args.out}/bucket-{b['id']}/regression.mlir" if b["lit_test"] and args.out else ""
+        return f"culprit {b['culprit'] or '(whole pipeline)'}{lit}"
+
+    return _oracle_run(args, lambda: run_wrong_code_triage(config, settings), describe)
+
+
+def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[str]) -> int:
+    """The divergence findings, through this build and the reference build: the one
+    ``--reference-loom-opt`` / ``--reference-mlir-opt`` names, else the one their sidecars
+    record (harness.triage.divergence)."""
     from harness.commands import divergence_from_args, oracle_from_args
     from harness.run.runner import TargetNotFound
-    from harness.triage.divergence import divergence_findings, triage_divergences
+    from harness.triage.divergence import recorded_reference, run_divergence_triage
 
+    if not (args.reference_loom_opt or args.reference_mlir_opt):
+        recorded = recorded_reference(findings)  # gone: one line naming it, exit 2, nothing opened
+        mlir = args.oracle == "differential" or args.target == "mlir-opt"
+        setattr(args, "reference_mlir_opt" if mlir else "reference_loom_opt", recorded.binary)
+        if args.compare == "output":  # the default: the comparison the findings were made with
+            args.compare = recorded.compare
+        print(f"{PROG}: the reference build {recorded.binary} (compare {args.compare}), as "
+              f"{recorded.sidecar} records it", file=sys.stderr)
     settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
     try:
         target = None if settings is not None else target_for_grammar(args, grammar)
@@ -163,50 +176,38 @@ def _run_divergence(args: argparse.Namespace, inputs: list[str], grammar) -> int
     except (TargetError, TargetNotFound) as error:
         return _error(str(error))
     target, divergence = divergence_from_args(args, target, settings)  # unusable: exit 2
-    findings = divergence_findings(inputs)
     if not findings:
         return _error("no divergence finding in " + ", ".join(inputs))
-    log = _progress_log(args)
-    report = triage_divergences(findings, target, divergence, grammar, Path(args.out),
-                                max_evaluations=args.max_candidates, log=log)
-    return _summary([f"{b.signature}: {len(b.findings)} finding(s); {args.out}/divergence/{n}/program.mlir "
-                     f"({len(b.program.splitlines())} lines)" for n, b in enumerate(report.buckets, 1)],
-                    report.not_reproduced, f"{args.out}/divergence/report.md")
-
-
-def _summary(buckets: list[str], not_reproduced: list[str], report: str) -> int:
-    """A line per bucket (numbered), the findings not reproduced, where the report is."""
-    for n, line in enumerate(buckets, 1):
-        print(f"{n}. {line}")
-    if not_reproduced:
-        print(f"not reproduced: {len(not_reproduced)}")
-    print(f"report: {report}", file=sys.stderr)
-    return 0
-
-
-def _note_divergences(inputs: list[str]) -> None:
-    """One line when the inputs hold divergence findings, which only a reference build triages."""
-    from harness.triage.divergence import divergence_findings
-
-    found = divergence_findings([i for i in inputs if Path(i).is_dir()])
-    if found:
-        print(f"{PROG}: note: {len(found)} divergence finding(s) in the inputs need the reference "
-              "build to reproduce: triage them with --reference-loom-opt / --reference-mlir-opt "
-              "(their .json names it under reference_target)", file=sys.stderr)
+    config = _oracle_config(args, findings, grammar)
+    return _oracle_run(args, lambda: run_divergence_triage(config, target, divergence),
+                       lambda b: f"{args.out}/bucket-{b['id']}/reproduce.sh" if args.out else "")
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.run.runner import TargetNotFound
+    from harness.run.runner import FINDING_KINDS, TargetNotFound
+    from harness.triage.divergence import divergence_findings
+    from harness.triage.oracle_runs import findings_in
     from harness.triage.pipeline import TriageConfig, run_triage
+    from harness.triage.wrong_code import KINDS
 
     if not inputs:
         return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
+
     if args.reference_loom_opt or args.reference_mlir_opt:
-        return _run_divergence(args, inputs, grammar)
+        return _run_divergence(args, divergence_findings(inputs, unrecorded=True), grammar, inputs)
+    divergences = divergence_findings(inputs)
+    wrong_code = findings_in(inputs, KINDS, unrecorded=True) if args.oracle == "differential" else []
+    if divergences and not wrong_code:  # the reference build the findings record
+        others = findings_in(inputs, [k for k in FINDING_KINDS if k != "divergence"])
+        if others:
+            print(f"{PROG}: note: {len(others)} other finding(s) in the inputs (e.g. {others[0]}) are no "
+                  "divergence: triage them apart, naming their files", file=sys.stderr)
+        return _run_divergence(args, divergences, grammar, inputs)
     if args.oracle == "differential":
-        return _run_wrong_code(args, inputs, grammar)
-    _note_divergences(inputs)
+        if not wrong_code:
+            return _error("no wrong-code finding in " + ", ".join(inputs))
+        return _run_wrong_code(args, wrong_code, grammar)
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
@@ -355,7 +356,9 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             for frame in frames[1:]:
                 print(f"              {frame}")
         print(f"members:      {b['count']} ({'always' if b['reproduction'] == 'always' else 'flaky'})")
-        if b["oracle"] != "crash":
+        if b["oracle"] == "divergence":
+            _show_divergence(args, b)
+        elif b["oracle"] != "crash":
             details = json.loads(b["details"] or "{}")
             print(f"culprit:      {b['culprit'] or '(whole pipeline)'} (shortest pipeline: {details.get('pipeline')})")
             if "reference_value" in details:
@@ -400,6 +403,26 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             print()
             sys.stdout.write(b["minimized_text"])
     return 0
+
+
+def _show_divergence(args: argparse.Namespace, b) -> None:
+    """A divergence bucket's both builds, each one's output (normalised) and how to reproduce it."""
+    import json
+
+    details = json.loads(b["details"] or "{}")
+    print(f"this build:   {details.get('this_build')}")
+    print(f"reference:    {details.get('reference_build')} (compared: {details.get('compare')})")
+    if details.get("first_difference") and details["first_difference"] not in (b["message"] or ""):
+        print(f"difference:   {details['first_difference']}")
+    folder = f"{args.out}/bucket-{b['id']}"
+    print(f"reproduce:    cd {shlex.quote(folder)} && {details.get('reproduce')}")
+    print(f"              (or {folder}/reproduce.sh; both builds read input.mlir there, which "
+          "`loomfuzz triage report` writes)")
+    for title, key in (("this build's output", "observed_output"), ("the reference build's output", "reference_output")):
+        if b[key]:
+            print(f"--- {title} (normalised):")
+            sys.stdout.write(b[key])
+    print("---")
 
 
 def _mark(args: argparse.Namespace, words: list[str]) -> int:

@@ -4,8 +4,9 @@ Crash triage (:mod:`harness.triage.pipeline`) makes its buckets while it
 records members (:meth:`harness.triage.crashdb.TriageDB.record_member`) and
 minimizes them afterwards (:meth:`BucketTable.save_minimization`).  The
 triage of another oracle (wrong code: :mod:`harness.triage.wrong_code_triage`;
-any later one, e.g. a divergence between two builds, the same way) records a
-bucket whole, once its program is minimized, through one kind-generic API:
+two builds of one tool: :mod:`harness.triage.divergence`; both through
+:mod:`harness.triage.oracle_runs`) records a bucket whole, once its program is
+minimized, through one kind-generic API:
 
 * :class:`OracleBucket`: what such a bucket holds (oracle, kind, signature,
   culprit, minimized program, reference and observed output, lit test, and a

@@ -1,10 +1,18 @@
-"""Triage of divergence findings (``triage --reference-loom-opt / --reference-mlir-opt``).
+"""Triage of divergence findings (two builds of one tool) into the triage database.
 
-For each finding whose sidecar says ``divergence``:
+``loomfuzz triage INPUT...`` with a reference build (``--reference-loom-opt`` /
+``--reference-mlir-opt``, or, without either, the one the findings' sidecars
+record: :func:`recorded_reference`) takes the findings whose sidecar says
+``divergence`` and keeps its results in the triage database as buckets of
+oracle ``divergence``, kind ``divergence``
+(:class:`harness.triage.buckets.OracleBucket`), in the two stages of
+:mod:`harness.triage.oracle_runs` (threads, resume and stop as for wrong code);
+this module is the divergence's part:
 
 1. **reproduce**: both builds run the program again, each alone in a fresh
-   process (:func:`harness.run.divergence.judge_alone`); it must still diverge;
-2. **bucket** by the divergence's **signature** (:func:`signature_of`):
+   process (:func:`harness.run.divergence.judge_alone`); it must still diverge.
+   The member's ``details`` hold the divergence's signature, aspect and kinds;
+2. **group** by the divergence's **signature** (:func:`signature_of`):
 
    * an outcome divergence is the build that failed worse (a crash, timeout or
      oom over a rejection over an acceptance) and how it failed:
@@ -16,43 +24,56 @@ For each finding whose sidecar says ``divergence``:
    * an output or values divergence is the aspect and the operations of the
      first differing normalized lines: ``output: llvm.call vs llvm.call``
      (this build's first, then the reference's);
-3. **minimize** one program per bucket with the grammar's reducer
-   (:func:`harness.core.reduce.minimize`) on the derivation tree parsed back
-   from the program, keeping candidates that keep the grammar's contract (its
-   checker, :func:`harness.contract.contract_checker`) and still diverge: an
-   outcome divergence with the same signature; an output or values divergence
-   with the same aspect and outcome kinds, its bucket then named by the
-   minimized program's first difference (where one bug first shows depends on
-   the program around it; in the minimized program it is the bug's own);
-4. buckets whose minimized programs have one signature are merged;
-5. per bucket, ``divergence/<n>/``: ``program.mlir`` (minimized, in the target's
-   rendering), ``input.mlir`` (what both builds read: the exec rendering under
-   ``--oracle differential``, else the program), ``primary.txt`` and
-   ``reference.txt`` (each build's output and diagnostics), and a section of
-   ``divergence/report.md`` with a ready reproduction command.
+3. **minimize** once per group, from its smallest program, with the grammar's
+   reducer (:func:`harness.core.reduce.minimize`) on the derivation tree parsed
+   back from the program, keeping candidates that keep the grammar's contract
+   (its checker, :func:`harness.contract.contract_checker`) and still diverge
+   the same way: an outcome divergence with the same signature; an output or
+   values divergence with the same aspect and outcome kinds, its bucket then
+   named by the minimized program's signature (where one bug first shows
+   depends on the program around it; in the minimized program it is the
+   bug's own).  Groups whose minimized programs have one signature are one
+   bucket (the database's bucket of that kind and signature).
+
+A bucket keeps both builds' command lines, the comparison, the first
+difference and a ready reproduction command in ``details``, and each build's
+output (normalised, :func:`side_text`) as ``observed_output`` (this build)
+and ``reference_output`` (the reference build); the reports write them as
+``bucket-N/observed.txt`` and ``reference.txt``, with ``input.mlir`` (what
+both builds read) and ``reproduce.sh`` (:mod:`harness.triage.report`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from harness.contract import contract_checker
 from harness.core.grammar import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
-from harness.run.atomic import write_atomically
-from harness.run.divergence import Divergence, DivergenceSettings, judge_alone
-from harness.run.normalize import operation_of
+from harness.run.divergence import (Divergence, DivergenceSettings, ReferenceBuildError, judge_alone,
+                                    reproduction_command)
+from harness.run.normalize import normalize, operation_of
 from harness.run.runner import FAILURE_KINDS, Outcome, OutcomeKind, Target
+from harness.triage.buckets import OracleBucket
+from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, findings_in,
+                                        minimized_fields, run_oracle_triage, stop_point)
 from harness.triage.signature import crash_signature, normalise_message
 
-__all__ = ["DivergenceBucket", "DivergenceReport", "divergence_findings", "is_divergence", "signature_of",
-           "triage_divergences"]
+__all__ = ["BUILD_INPUT", "KIND", "ORACLE", "DivergenceTriage", "RecordedReference", "divergence_findings",
+           "recorded_reference", "run_divergence_triage", "side_text", "signature_of"]
+
+#: The database's name of this triage (harness.triage.schema) and its finding kind.
+ORACLE = KIND = "divergence"
+#: The file both builds read in a bucket's report folder (its reproduction command reads it).
+BUILD_INPUT = "input.mlir"
 
 
 def _rank(outcome: Outcome) -> int:
@@ -79,173 +100,159 @@ def signature_of(divergence: Divergence) -> str:
             f"{operation_of(divergence.difference.reference)}")
 
 
-def is_divergence(sidecar: Path) -> bool:
-    try:
-        return json.loads(sidecar.read_text()).get("finding_kind") == "divergence"
-    except (OSError, ValueError):
-        return False
+def divergence_findings(paths: Sequence[str], *, unrecorded: bool = False) -> list[Path]:
+    """The programs of the divergence findings named (``.mlir``) or found in folders (with
+    ``unrecorded``, also the ``.mlir`` named without a finding's sidecar)."""
+    return findings_in(paths, (KIND,), unrecorded=unrecorded)
 
 
-def divergence_findings(paths: list[str]) -> list[Path]:
-    """The programs of the divergence findings named (``.mlir``) or found in folders."""
-    out: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            out += sorted(p.with_suffix(".mlir") for p in path.rglob("crash-*.json")
-                          if is_divergence(p) and p.with_suffix(".mlir").exists())
-        elif path.suffix == ".mlir" and not path.name.endswith(".exec.mlir"):
-            out.append(path)
-    return out
+# ------------------------------------------------------------- the recorded reference
+
+
+@dataclass(frozen=True)
+class RecordedReference:
+    """The reference build the findings' sidecars record (``reference_target``)."""
+
+    binary: str
+    compare: str
+    sidecar: Path  # the first sidecar that records it
+
+
+def recorded_reference(findings: Sequence[Path]) -> RecordedReference:
+    """The one reference build the findings' ``.json`` sidecars record.  Raises
+    :class:`ReferenceBuildError` (one line naming the sidecar and the binary; exit 2) when
+    none records one, two record different builds, or the recorded binary is gone."""
+    found: dict[str, RecordedReference] = {}
+    for program in findings:
+        sidecar = program.with_suffix(".json")
+        try:
+            record = json.loads(sidecar.read_text())
+            binary = record["reference_target"]["argv"][0]
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+        found.setdefault(binary, RecordedReference(binary, record.get("compare") or "output", sidecar))
+    if not found:
+        raise ReferenceBuildError("no finding's .json records its reference build (reference_target): "
+                                  "give --reference-loom-opt or --reference-mlir-opt")
+    if len(found) > 1:
+        first, second = list(found.values())[:2]
+        raise ReferenceBuildError(f"the findings record more than one reference build ({first.binary} in "
+                                  f"{first.sidecar}, {second.binary} in {second.sidecar}): triage them "
+                                  "apart, or name one with --reference-loom-opt / --reference-mlir-opt")
+    (recorded,) = found.values()
+    if "/" in recorded.binary and not (os.path.isfile(recorded.binary) and os.access(recorded.binary, os.X_OK)):
+        raise ReferenceBuildError(f"{recorded.sidecar}: the reference build it records, {recorded.binary}, does "
+                                  "not exist or is not executable: name another with --reference-loom-opt / "
+                                  "--reference-mlir-opt")
+    return recorded
+
+
+# ------------------------------------------------------------------------ triage
+
+
+def side_text(outcome: Outcome, values: str) -> str:
+    """One build's side of a divergence as a bucket keeps it: its outcome, its output in the
+    normal form (harness.run.normalize), its diagnostics and, where executed, its values."""
+    printed = normalize(outcome.stdout) if outcome.kind is OutcomeKind.ACCEPTED else outcome.stdout
+    parts = [f"// outcome: {outcome.kind} ({outcome.reason})", printed.rstrip()]
+    if outcome.stderr.strip():
+        parts += ["// stderr:", outcome.stderr.rstrip()[-8000:]]
+    if values:
+        parts += ["// printed values (trusted toolchain):", values.rstrip()]
+    return "\n".join(p for p in parts if p) + "\n"
 
 
 @dataclass
-class DivergenceBucket:
-    signature: str
-    program: str  # the smallest program, minimized: in the target's rendering
-    divergence: Divergence
-    findings: list[str] = field(default_factory=list)
-    evaluations: int = 0
-    minimized: bool = False
+class DivergenceTriage:
+    """The divergence's part of the two stages (harness.triage.oracle_runs.OracleTriage)."""
 
+    target: Target  # this build, as the findings ran it
+    settings: DivergenceSettings
+    grammar: CompiledGrammar
+    name: str = ORACLE
+    checker: Callable | None = field(init=False, default=None)
 
-@dataclass
-class DivergenceReport:
-    buckets: list[DivergenceBucket]
-    not_reproduced: list[str]
-    out_dir: Path
+    def __post_init__(self) -> None:
+        self.checker = contract_checker(self.grammar)
 
+    def target_json(self) -> dict:
+        return {"name": self.target.name, "argv": list(self.target.argv), "render": self.target.render,
+                "reference": list(self.settings.reference_target(self.target).argv),
+                "compare": self.settings.compare}
 
-class _Judge:
-    """A program's divergence (None: none, or the program is off the contract / unreadable)."""
-
-    def __init__(self, target: Target, settings: DivergenceSettings, grammar: CompiledGrammar) -> None:
-        self.target, self.settings, self.grammar = target, settings, grammar
-        self.checker = contract_checker(grammar)
-
-    def __call__(self, text: str) -> Divergence | None:
+    def divergence(self, text: str) -> Divergence | None:
+        """Both builds on ``text`` (in the target's rendering), each alone; None: they agree,
+        or the preparation refuses the program (it cannot diverge)."""
+        stop_point()
         try:
             prepared = self.settings.prepared(text)
         except Exception:  # noqa: BLE001 - a program the preparation refuses cannot diverge
             return None
         return judge_alone(self.target, self.settings, prepared)
 
-    def of_tree(self, tree) -> Divergence | None:
-        if self.checker is not None and self.checker(render(tree, self.grammar)):
-            return None  # off the contract: a pass owes such a program nothing
-        return self(render(tree, self.grammar, self.target.render))
-
-
-def _keeps(judge: _Judge, bucket: DivergenceBucket) -> Callable[[object], bool]:
-    """The minimization predicate: an outcome divergence keeps its signature (the failing
-    build's crash signature is stable); an output or values divergence keeps its aspect and
-    kinds, and the bucket is named by the minimized program's first difference."""
-    def keeps(tree) -> bool:
-        found = judge.of_tree(tree)
+    def judge(self, text: str) -> Judged:
+        found = self.divergence(text)
         if found is None:
-            return False
-        if bucket.divergence.aspect == "outcome":
-            return signature_of(found) == bucket.signature
-        return (found.aspect, found.kinds) == (bucket.divergence.aspect, bucket.divergence.kinds)
+            return Judged(None, "does not reproduce: the two builds agree")
+        return Judged(KIND, f"divergence ({found.aspect}): {found.describe()}"[:300],
+                      {"signature": signature_of(found), "aspect": found.aspect, "kinds": found.kinds})
 
-    return keeps
+    def group_of(self, details: dict) -> tuple:
+        return (details["signature"],)
 
+    def _same_way(self, details: dict) -> Callable[[object], bool]:
+        """The minimization predicate: in the contract, and still diverging the same way (an
+        outcome divergence: the same signature, the failing build's crash signature being
+        stable; an output or values divergence: the same aspect and kinds)."""
+        def keeps(tree) -> bool:
+            if self.checker is not None and self.checker(render(tree, self.grammar)):
+                return False  # off the contract: a pass owes such a program nothing
+            found = self.divergence(render(tree, self.grammar, self.target.render))
+            if found is None:
+                return False
+            if details["aspect"] == "outcome":
+                return signature_of(found) == details["signature"]
+            return (found.aspect, found.kinds) == (details["aspect"], details["kinds"])
 
-def triage_divergences(findings: list[Path], target: Target, settings: DivergenceSettings,
-                       grammar: CompiledGrammar, out_dir: Path, *, max_evaluations: int = 150,
-                       log: Callable[[str], None] = lambda line: None) -> DivergenceReport:
-    """Reproduce, bucket, minimize and report the divergence findings (their ``.mlir``)."""
-    judge = _Judge(target, settings, grammar)
-    buckets: dict[str, DivergenceBucket] = {}
-    not_reproduced: list[str] = []
-    for path in findings:
-        text = path.read_text()
-        divergence = judge(text)
-        if divergence is None:
-            not_reproduced.append(path.name)
-            log(f"{path.name}: does not reproduce")
-            continue
-        signature = signature_of(divergence)
-        log(f"{path.name}: {signature}")
-        bucket = buckets.setdefault(signature, DivergenceBucket(signature, text, divergence))
-        bucket.findings.append(path.name)
-        if len(text) < len(bucket.program):
-            bucket.program, bucket.divergence = text, divergence
-    for bucket in buckets.values():
-        parsed = parse(bucket.program, grammar)
-        if parsed.tree is None:
-            log(f"bucket {bucket.signature}: the grammar does not parse its program ({parsed.reason}); "
-                "not minimized (--profile/--grammar names the grammar it came from)")
-            continue
+        return keeps
 
-        result = minimize(parsed.tree, grammar, _keeps(judge, bucket), max_evaluations=max_evaluations)
-        bucket.program = render(result.tree, grammar, target.render)
-        bucket.evaluations, bucket.minimized = result.evaluations, True
-        bucket.divergence = judge(bucket.program) or bucket.divergence
-        bucket.signature = signature_of(bucket.divergence)
-        log(f"bucket {bucket.signature}: {len(bucket.findings)} finding(s), minimized in "
-            f"{bucket.evaluations} evaluations to {len(bucket.program.splitlines())} lines")
-    report = DivergenceReport(_merged(list(buckets.values()), log), not_reproduced, out_dir)
-    _write(report, target, settings)
-    return report
-
-
-def _merged(buckets: list[DivergenceBucket], log: Callable[[str], None]) -> list[DivergenceBucket]:
-    """Buckets whose minimized programs have one signature made one (the same bug, first met
-    at two different places of two programs)."""
-    by_signature: dict[str, DivergenceBucket] = {}
-    for bucket in buckets:
-        same = by_signature.get(bucket.signature)
-        if same is None:
-            by_signature[bucket.signature] = bucket
+    def minimize(self, group: Group, max_evaluations: int) -> OracleBucket:
+        started = time.monotonic()
+        parsed = parse(group.text, self.grammar)
+        program, text, evaluations, steps = None, group.text, 0, ()
+        if parsed.tree is not None:
+            result = minimize(parsed.tree, self.grammar, self._same_way(group.details),
+                              max_evaluations=max_evaluations)
+            program, text = result.tree, render(result.tree, self.grammar, self.target.render)
+            evaluations, steps = result.evaluations, tuple(result.steps)
+        found = self.divergence(text)
+        if found is None:  # a flaky build: keep the original program
+            program, text = parsed.tree, group.text
+            found = self.divergence(text)
+        if found is None:  # not even that: a bucket of its own, said so
+            signature, message, mine, theirs, first = "unconfirmed", "the builds agreed when judged again", "", "", None
         else:
-            log(f"bucket {bucket.signature}: {len(bucket.findings)} more finding(s), merged")
-            same.findings += bucket.findings
-    return list(by_signature.values())
+            signature, message = signature_of(found), found.describe()[:300]
+            mine, theirs = side_text(found.primary, found.primary_values), side_text(found.reference,
+                                                                                      found.reference_values)
+            first = found.difference.describe() if found.difference is not None else None
+        reference = self.settings.reference_target(self.target)
+        details = {"this_build": shlex.join(self.target.argv), "reference_build": shlex.join(reference.argv),
+                   "compare": self.settings.compare, "aspect": found.aspect if found else None,
+                   "kinds": found.kinds if found else None, "first_difference": first,
+                   "reproduce": reproduction_command(self.target, self.settings, BUILD_INPUT)}
+        prepared = self.settings.prepared(text)
+        if prepared != text:
+            details["input"] = prepared  # what both builds read: the exec rendering
+        return OracleBucket(
+            oracle=ORACLE, kind=KIND, signature=signature, minimized_text=text, message=message,
+            reference_output=theirs or None, observed_output=mine or None, details=details,
+            **minimized_fields(self.grammar, program, text), evaluations=evaluations,
+            target_runs=2 * (evaluations + 1), seconds=time.monotonic() - started, steps=steps,
+        )
 
 
-def _side(outcome: Outcome, values: str) -> str:
-    parts = [f"// outcome: {outcome.kind} ({outcome.reason})", outcome.stdout.rstrip()]
-    if outcome.stderr.strip():
-        parts += ["// stderr:", outcome.stderr.rstrip()]
-    if values:
-        parts += ["// printed values (trusted toolchain):", values.rstrip()]
-    return "\n".join(p for p in parts if p) + "\n"
-
-
-def _write(report: DivergenceReport, target: Target, settings: DivergenceSettings) -> None:
-    root = report.out_dir / "divergence"
-    root.mkdir(parents=True, exist_ok=True)
-    mine, theirs = shlex.join(target.argv), shlex.join(settings.reference_target(target).argv)
-    lines = ["# Divergences", "", f"* this build: `{mine}`", f"* reference build: `{theirs}`",
-             f"* compared: {settings.compare}", ""]
-    for n, bucket in enumerate(report.buckets, 1):
-        folder = root / str(n)
-        folder.mkdir(exist_ok=True)
-        write_atomically(folder / "program.mlir", bucket.program)
-        write_atomically(folder / "input.mlir", settings.prepared(bucket.program))
-        d = bucket.divergence
-        write_atomically(folder / "primary.txt", _side(d.primary, d.primary_values))
-        write_atomically(folder / "reference.txt", _side(d.reference, d.reference_values))
-        first = d.difference
-        lines += [f"## {n}. `{bucket.signature}`", "",
-                  f"* findings: {len(bucket.findings)} ({', '.join(bucket.findings[:5])}"
-                  f"{', ...' if len(bucket.findings) > 5 else ''})",
-                  f"* {d.describe()}",
-                  f"* program: `divergence/{n}/program.mlir` ("
-                  + (f"minimized in {bucket.evaluations} evaluations" if bucket.minimized else "not minimized")
-                  + f"); both builds read `divergence/{n}/input.mlir`",
-                  f"* outputs: `divergence/{n}/primary.txt`, `divergence/{n}/reference.txt`",
-                  "* reproduce (from `divergence/" + str(n) + "`):", "",
-                  "```sh", f"diff <({mine} < input.mlir 2>&1) <({theirs} < input.mlir 2>&1)", "```", ""]
-        if first is not None:
-            lines += ["First differing line of the normal forms (docs/explanation/normal-form.md):", "",
-                      "```", f"this build: {first.primary}", f"reference:  {first.reference}", "```", ""]
-        lines += ["```mlir", bucket.program.rstrip(), "```", ""]
-    if report.not_reproduced:
-        lines += ["## Not reproduced", ""] + [f"* {name}" for name in report.not_reproduced] + [""]
-    write_atomically(root / "report.md", "\n".join(lines))
-    write_atomically(root / "buckets.json", json.dumps([
-        {"signature": b.signature, "aspect": b.divergence.aspect, "kinds": b.divergence.kinds,
-         "findings": b.findings, "evaluations": b.evaluations, "minimized": b.minimized,
-         "lines": len(b.program.splitlines())} for b in report.buckets], indent=2) + "\n")
+def run_divergence_triage(config: OracleRunConfig, target: Target, settings: DivergenceSettings, *,
+                          log: Callable[[str], None] | None = None) -> OracleSummary:
+    """Both stages over the divergence findings ``config.findings`` (see the module docstring)."""
+    return run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar), log=log)

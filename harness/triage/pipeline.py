@@ -1,7 +1,8 @@
 """Crash triage: fuzz artifacts in, one entry per distinct bug out.
 
-(The findings of ``--oracle differential``, wrong code, are triaged into the
-same database by :mod:`harness.triage.wrong_code_triage`.)
+(The findings of ``--oracle differential``, wrong code, and of two builds of
+one tool, divergences, are triaged into the same database by
+:mod:`harness.triage.wrong_code_triage` and :mod:`harness.triage.divergence`.)
 
 The pipeline, for ``loomfuzz triage INPUT...``:
 

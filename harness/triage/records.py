@@ -1,7 +1,7 @@
 """What the triage database keeps of a program: its tree and the contract it breaks.
 
 Shared by the triage of every oracle (crash: :mod:`harness.triage.pipeline`;
-wrong code: :mod:`harness.triage.wrong_code_triage`).
+wrong code and divergences: :mod:`harness.triage.oracle_runs`).
 """
 
 from __future__ import annotations

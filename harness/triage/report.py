@@ -13,12 +13,19 @@ status)::
     DIR/bucket-N/text-reduced.mlir   only with --text-reduce: the line-reduced text
     DIR/bucket-N/reference.txt    a wrong-code bucket: what the minimized program prints (reference)
     DIR/bucket-N/observed.txt     the same after optimization (the target's values)
+    DIR/bucket-N/input.mlir       a divergence bucket: what both builds read
+    DIR/bucket-N/reproduce.sh     a divergence bucket: both builds on input.mlir, diffed
 
 A bucket of another oracle (wrong code: ``oracle`` ``differential``) has the
 same files but ``stderr.txt``; its regression test is the lit test that
 oracle's triage stored (RUN: optimizer | lowering | runner | FileCheck,
 CHECK lines with the reference values: it fails while the optimizer changes
-the values).
+the values).  A divergence bucket (two builds of one tool: ``oracle``
+``divergence``) has no regression test: ``reference.txt`` and
+``observed.txt`` are the reference build's and this build's output
+(normalised, with diagnostics and, where executed, printed values), and
+``reproduce.sh`` runs the ready command its triage stored (``details``:
+``reproduce``), from its own folder.
 
 Every file is written to a temporary name and renamed, so a killed run never
 leaves half a report.
@@ -112,7 +119,11 @@ The signature is in a comment at the top.
           "details": null,                        // oracle buckets: the oracle's facts, e.g.
                                                   // {"pipeline": "builtin.module(canonicalize,cse)",
                                                   //  "first_difference": "...", "reference_value": "3",
-                                                  //  "observed_value": "-3"}
+                                                  //  "observed_value": "-3"}; a divergence's:
+                                                  // {"this_build", "reference_build", "compare",
+                                                  //  "aspect", "kinds", "first_difference", "reproduce"}
+          "build_input": null,                    // divergence buckets: bucket-1/input.mlir
+          "reproduce": null,                      // divergence buckets: bucket-1/reproduce.sh
           "inputs": [                             // the bucket's members
             {"sha256": "...", "paths": ["artifacts/crash-ab12"], "form": "tree",
              "tree": "t0[...] t1[...]", "sites": 3, "lines": 80,
@@ -149,10 +160,12 @@ REPORT_SCHEMA = "loom-fuzz-triage-report/1"
 _GRAPH_NAME = re.compile(r'graph_name = "([\w$.\-]+)"')
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, mode: int | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
+    if mode is not None:  # a script: executable when it appears
+        os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
@@ -361,6 +374,8 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
                 "reference_output": f"{d}/reference.txt" if b["reference_output"] is not None else None,
                 "observed_output": f"{d}/observed.txt" if b["observed_output"] is not None else None,
                 "details": json.loads(b["details"]) if b["details"] else None,
+                "build_input": f"{d}/input.mlir" if b["oracle"] == "divergence" else None,
+                "reproduce": f"{d}/reproduce.sh" if b["oracle"] == "divergence" else None,
                 "inputs": [_member_json(db, m) for m in db.members(b["id"])],
             }
         )
@@ -396,8 +411,25 @@ def _seen(counts: dict) -> str:
                      for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+def _divergence_lines(b: dict) -> list[str]:
+    """A divergence bucket's own facts: both builds, each one's output, the reproduction."""
+    details = b.get("details") or {}
+    lines = [f"- this build: `{_cell(details.get('this_build'))}`",
+             f"- reference build: `{_cell(details.get('reference_build'))}` (compared: {details.get('compare')})"]
+    if details.get("first_difference"):
+        lines.append(f"- first difference: {_cell(details['first_difference'])}")
+    for key, what in (("observed_output", "this build's output"), ("reference_output", "the reference's output")):
+        if b.get(key):
+            lines.append(f"- {what}: [{b[key]}]({b[key]})")
+    lines += [f"- reproduce ([{b['reproduce']}]({b['reproduce']}), from its folder; both builds read "
+              f"[{b['build_input']}]({b['build_input']})):", "", "```sh", details.get("reproduce", ""), "```", ""]
+    return lines
+
+
 def _oracle_lines(b: dict) -> list[str]:
     """An oracle bucket's own facts: culprit, shortest pipeline, values (report.md)."""
+    if b["oracle"] == "divergence":
+        return _divergence_lines(b)
     details = b.get("details") or {}
     lines = [f"- oracle: {b['oracle']}; culprit pass: `{b['culprit'] or '(whole pipeline)'}`"]
     if details.get("pipeline"):
@@ -526,6 +558,11 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | Non
                                ("observed.txt", b["observed_output"])):
                 if text is not None:
                     _write(d / name, text)
+            if b["oracle"] == "divergence":
+                details = json.loads(b["details"] or "{}")
+                _write(d / "input.mlir", details.get("input") or b["minimized_text"])
+                _write(d / "reproduce.sh", f"#!/bin/bash\n# both builds on input.mlir, their outputs "
+                       f"diffed\ncd \"$(dirname \"$0\")\"\n{details.get('reproduce', '')}\n", 0o755)
             continue
         if b["minimized_text"] is not None:
             _write(d / "minimized.mlir", b["minimized_text"])

@@ -151,10 +151,21 @@ def _table(data: dict) -> str:
 
 
 def _oracle_facts(b: dict, out_dir: Path) -> str:
-    """An oracle bucket's culprit pass, shortest pipeline, first difference and both values."""
+    """An oracle bucket's culprit pass, shortest pipeline, first difference and both values
+    (a divergence bucket's: both builds, the first difference, the reproduction, both outputs)."""
     e = html.escape
     details = b.get("details") or {}
-    rows = [("culprit pass", f"<code>{e(b.get('culprit') or '(whole pipeline)')}</code>")]
+    if b.get("oracle") == "divergence":
+        rows = [("this build", f"<code>{e(details.get('this_build') or '')}</code>"),
+                ("reference build", f"<code>{e(details.get('reference_build') or '')}</code>"),
+                ("compared", e(str(details.get("compare")))),
+                ("reproduce", f"<code>{e(details.get('reproduce') or '')}</code> (<a href=\"{e(b.get('reproduce') or '')}\">"
+                              f"{e(b.get('reproduce') or '')}</a>, from its folder)")]
+        outputs = (("observed_output", "This build's output"), ("reference_output", "The reference build's output"))
+    else:
+        rows = [("culprit pass", f"<code>{e(b.get('culprit') or '(whole pipeline)')}</code>")]
+        outputs = (("reference_output", "Reference values (before optimization)"),
+                   ("observed_output", "Observed values (after optimization)"))
     if details.get("pipeline"):
         rows.append(("shortest pipeline", f"<code>{e(details['pipeline'])}</code>"))
     if details.get("first_difference"):
@@ -166,8 +177,7 @@ def _oracle_facts(b: dict, out_dir: Path) -> str:
         rows.append(("failure", e(f"{details['stage']}: {details.get('detail', '')}")))
     table = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in rows)
     out = [f'<table class="oracle-facts">{table}</table>']
-    for key, title in (("reference_output", "Reference values (before optimization)"),
-                       ("observed_output", "Observed values (after optimization)")):
+    for key, title in outputs:
         if b.get(key):
             text = _read(out_dir / b[key], 20_000)
             out.append(f'<details class="{key}"><summary>{e(title)} (<a href="{e(b[key])}">{e(b[key])}</a>)'

@@ -61,7 +61,11 @@ rows all ``oracle = 'crash'``)::
         oracle: which triage made the bucket: crash, or an oracle whose
         buckets go through :class:`harness.triage.buckets.OracleBucket`
         (differential: kinds wrong-code, reference-failure, target-failure;
-        any later oracle the same way, no schema change).  For those:
+        divergence: kind divergence, two builds of one tool, whose
+        reference_output / observed_output are the reference build's and this
+        build's output, normalised, and whose details hold both command lines,
+        the comparison, the first difference and the reproduction command; any
+        later oracle the same way, no schema change).  For those:
         signature = ``KIND | SIGNATURE`` (the oracle's documented signature,
         e.g. ``wrong-code | cse | arith.subi,...``); culprit = the pass the
         pipeline bisection blames; reference_output / observed_output = what
@@ -83,7 +87,8 @@ rows all ``oracle = 'crash'``)::
         the bucket's signature; signatures: {run key: runs, "": runs without
         a finding} over its attempts.  oracle: as for buckets; details: the
         oracle's facts of the member (differential: the verdict kind, the
-        culprit pass and the shortest differing pipeline).  A member of an
+        culprit pass and the shortest differing pipeline; divergence: the
+        divergence's signature, aspect and kinds).  A member of an
         oracle other than crash may reproduce and have no bucket yet (its
         bucket is made after minimization): the next triage completes it.
 

@@ -4,8 +4,9 @@ The findings of the differential oracle (kinds ``wrong-code``,
 ``reference-failure``, ``target-failure``: :data:`KINDS`) are triaged by
 :mod:`harness.triage.wrong_code_triage` with these:
 
-* :func:`differential_findings`: the findings named or found in folders (their
-  canonical ``.mlir``, whose ``.json`` sidecar says one of :data:`KINDS`);
+* :func:`left_to_the_oracle`: what crash triage leaves to this triage (the
+  findings, found with :func:`harness.triage.oracle_runs.findings_in`, whose
+  ``.json`` sidecar says one of :data:`KINDS`, and their sidecars);
 * :func:`verdict_of`: a program judged under a pipeline, the reference values
   from the interpreter (a program off P1-P24 or with undefined behaviour has
   no verdict: it is never wrong code); a stop request raises
@@ -26,7 +27,6 @@ The findings of the differential oracle (kinds ``wrong-code``,
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import replace
@@ -37,24 +37,15 @@ from harness.checker import check_text
 from harness.execute.differential import Verdict, WrongCode, judge
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError, _split_list, exec_module
+from harness.execute.render_exec import ExecRenderError, _split_list
 from harness.execute.toolchain import LOWERING
-from harness.run import lifetime
+from harness.triage.oracle_runs import sidecar_kind, stop_point
 
-__all__ = ["KINDS", "culprit_pass", "differential_findings", "finding_kind", "left_to_the_oracle", "lit_test",
+__all__ = ["KINDS", "culprit_pass", "left_to_the_oracle", "lit_test",
            "pipeline_passes", "signature_of", "verdict_of"]
 
 #: The finding kinds of the differential oracle that its triage takes.
 KINDS = ("wrong-code", "reference-failure", "target-failure")
-
-
-def finding_kind(sidecar: Path) -> str | None:
-    """The kind a finding's ``.json`` sidecar says, when it is one of :data:`KINDS`."""
-    try:
-        kind = json.loads(sidecar.read_text()).get("finding_kind")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return kind if kind in KINDS else None
 
 
 def left_to_the_oracle(path: Path, names: set[str]) -> str | None:
@@ -65,23 +56,10 @@ def left_to_the_oracle(path: Path, names: set[str]) -> str | None:
         if name.endswith(suffix) and name[:-len(suffix)] + ".json" in names:
             return f"sidecar of the finding {name[:-len(suffix)]}"
     if name.endswith(".mlir") and name[:-5] + ".json" in names:
-        kind = finding_kind(path.with_suffix(".json"))
-        if kind is not None:
+        kind = sidecar_kind(path.with_suffix(".json"))
+        if kind in KINDS:
             return f"a {kind} finding: triage it with --oracle differential"
     return None
-
-
-def differential_findings(paths: list[str]) -> list[Path]:
-    """The canonical programs of the differential findings named, or found in folders (sorted)."""
-    out: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            out += sorted(p.with_suffix(".mlir") for p in path.rglob("crash-*.json")
-                          if finding_kind(p) is not None and p.with_suffix(".mlir").exists())
-        elif path.suffix == ".mlir":
-            out.append(path)
-    return out
 
 
 def pipeline_passes(pipeline: str) -> tuple[str, list[str]]:
@@ -140,8 +118,7 @@ def verdict_of(text: str, settings: OracleSettings, pipeline: str, *, confirm: b
     """The verdict under ``pipeline``, the reference values from the interpreter (a program
     with undefined behaviour or off P1-P24 has none).  With ``confirm``, a ``wrong-code``
     verdict is judged again with the reference toolchain's own values (both sides executed)."""
-    if lifetime.stopping():  # the triage is stopping: no new judgement
-        raise lifetime.Stopped("stopping")
+    stop_point()  # the triage is stopping: no new judgement
     if check_text(text):
         return None
     try:
