@@ -452,7 +452,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
     mark = uuid.uuid4().hex
     corpus = tmp_path / "corpus"
     seed_corpus(corpus, default_grammar())
-    env = child_env({**os.environ, MARK: mark})
+    env = child_env(None, {**os.environ, MARK: mark})
     env.pop(lifetime.LIFELINE_ENV, None)
     err = tmp_path / "err"
     with open(err, "wb") as handle:
