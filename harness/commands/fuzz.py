@@ -117,7 +117,8 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
     from harness.fuzzing.series import WORKERS_FILE
 
     artifacts = args.artifacts.resolve()
-    mlir_opt = args.mlir_opt
+    differential = args.oracle == "differential"
+    optimizer = args.mlir_opt if differential else None
     return FuzzOptions(
         grammar=Path(args.grammar).resolve() if args.grammar else None,
         profile=profile_from_args(args),
@@ -133,9 +134,9 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
         coverage=CoverageKind(args.coverage),
         grammar_features=FeatureMode(args.grammar_features),
         oracle=OracleKind(args.oracle),
-        oracle_mlir_opt=os.path.abspath(mlir_opt) if "/" in mlir_opt else mlir_opt,
-        reference_runner=args.reference_runner,
-        runtime_library=args.runtime_library,
+        optimizer=os.path.abspath(optimizer) if optimizer and "/" in optimizer else optimizer,
+        reference_runner=args.reference_runner if differential else None,
+        runtime_library=args.runtime_library if differential else None,
         artifacts=artifacts,
         summary=artifacts / SUMMARY_FILE,
         stats=StatsOptions(artifacts / WORKERS_FILE, args.stats_interval),

@@ -108,9 +108,10 @@ class FuzzOptions:
     grammar_features: FeatureMode = FeatureMode.AUTO
     # -- the oracle
     oracle: OracleKind = OracleKind.CRASH
-    oracle_mlir_opt: str = "mlir-opt-22"  # differential: the optimizer under test
-    reference_runner: str = "mlir-runner-22"
-    runtime_library: Optional[str] = None
+    # differential only (None: harness.execute's defaults, the Debian toolchain)
+    optimizer: Optional[str] = None  # the optimizer under test
+    reference_runner: Optional[str] = None  # the trusted runner
+    runtime_library: Optional[str] = None  # the runner's runtime library
     # -- where results go
     artifacts: Optional[Path] = None  # findings (-artifact_prefix=ARTIFACTS/)
     summary: Optional[Path] = None  # each worker appends its summary record here

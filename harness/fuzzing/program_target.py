@@ -301,16 +301,16 @@ def _persistent_target(target, restart_every: Optional[int]):
 
 
 def _differential_runner(options: FuzzOptions):
-    """The differential oracle: the optimizer ``oracle_mlir_opt`` with the
-    pipeline, judged by execution (harness.execute.oracle); unusable: exit 2."""
+    """The differential oracle: the options' optimizer (default mlir-opt-22) with
+    the pipeline, judged by execution (harness.execute.oracle); unusable: exit 2."""
     from harness.execute.differential import Optimizer
     from harness.execute.oracle import DifferentialRunner, OracleError, check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
     from harness.run.runner import DEFAULT_MLIR_PIPELINE
 
-    optimizer = Optimizer(options.oracle_mlir_opt, options.pipeline or DEFAULT_MLIR_PIPELINE,
+    optimizer = Optimizer(options.optimizer or "mlir-opt-22", options.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=options.timeout)
-    toolchain = Toolchain(runner=options.reference_runner,
+    toolchain = Toolchain(runner=options.reference_runner or Toolchain.runner,
                           runtime_library=options.runtime_library or DEFAULT_RUNTIME)
     settings = oracle_settings(optimizer, toolchain)
     try:
