@@ -119,12 +119,15 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
     artifacts = args.artifacts.resolve()
     differential = args.oracle == "differential"
     optimizer = args.mlir_opt if differential else None
+    # the target's arguments (checked by target_from_args); the differential oracle and
+    # --self have none
+    own_target = not differential and not args.self_test and args.pass_args is not None
     return FuzzOptions(
         grammar=Path(args.grammar).resolve() if args.grammar else None,
         profile=profile_from_args(args),
         target=args.target,
         binary=binary,
-        pass_args=tuple(shlex.split(args.pass_args)) if args.pass_args is not None else None,
+        pass_args=tuple(shlex.split(args.pass_args)) if own_target else None,
         pipeline=args.pipeline,
         expectations=Path(args.expectations).resolve() if args.expectations else None,
         timeout=args.timeout,
