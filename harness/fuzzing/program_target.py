@@ -78,7 +78,14 @@ from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing import stopping
 from harness.fuzzing.libfuzzer import ensure_flag, flag_value, has_flag
-from harness.fuzzing.options import CoverageKind, FeatureMode, FuzzOptions, OracleKind, RunnerKind, target_options
+from harness.fuzzing.options import (
+    CoverageKind,
+    FeatureMode,
+    FuzzOptions,
+    OracleKind,
+    RunnerKind,
+    target_options,
+)
 from harness.fuzzing.series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError
