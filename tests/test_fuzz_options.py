@@ -205,7 +205,10 @@ def test_a_bad_options_file_is_one_line_and_exit_2(tmp_path, content, expected):
     if content is not None:
         path.write_text(content)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFUZZ_")}
-    for argv, extra in (([f"--options={path}"], {}), ([], {OPTIONS_ENV: str(path)})):
+    ways = [([f"--options={path}"], {})]
+    if content is None:  # named by the variable (a re-executed worker), the same line
+        ways.append(([], {OPTIONS_ENV: str(path)}))
+    for argv, extra in ways:
         result = subprocess.run([sys.executable, str(SCRIPT), *argv, "-atheris_runs=1"], capture_output=True,
                                 text=True, cwd=tmp_path, env={**env, **extra}, timeout=60)
         assert result.returncode == 2, result.stderr
