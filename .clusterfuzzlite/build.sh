@@ -21,8 +21,8 @@
 #                                 cannot pull it in
 #
 # The bundles run a target binary at fuzz time (loom-opt, or mlir-opt with
-# --target mlir-opt), found through LOOMFUZZ_LOOM_OPT / LOOM_OPT / PATH; this
-# script does not build one.
+# target "mlir-opt" in an options file, --options=FILE), found through the
+# options' binary / LOOM_OPT / PATH; this script does not build one.
 
 cd "$SRC/loom-fuzz"
 

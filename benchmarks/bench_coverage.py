@@ -11,8 +11,8 @@ Builds tests/fixtures/deep_bug.c with afl-clang-fast, then:
       run, __AFL_SHM_ID in the target's environment) and without;
    b. the fuzz target end to end on the same inputs: the encoded programs
       given to fuzz_targets/loom_opt_fuzzer.py as files (libFuzzer runs each
-      once), with and without --coverage afl, grammar features off in both,
-      one at a time, best of three (the exec/s of its summary line).
+      once), with and without coverage afl, grammar features off in both,
+      one at a time, best of three (the exec/s of its summary record).
    Goal: the bridge costs at most 15%.
 2. Runs to find the deep bug (P ~ 5.9e-6 per generated program, see
    deep_bug.c), fuzz target with and without --coverage afl, fixed seeds,
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -40,6 +39,8 @@ from harness.core.codec import encode, nonempty  # noqa: E402
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
+from harness.fuzzing.options import CoverageKind, FeatureMode, FuzzOptions, write_options  # noqa: E402
+from harness.fuzzing.worker_summary import read_summaries  # noqa: E402
 from harness.run.coverage import open_bridge  # noqa: E402
 
 GRAMMAR = default_grammar()
@@ -98,33 +99,42 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+def options_file(workdir: Path, name: str, **fields) -> str:
+    """``--options=FILE`` for a fuzz target run; its record goes to ``NAME-summary.jsonl``."""
+    path = workdir / f"{name}-options.json"
+    write_options(FuzzOptions(summary=workdir / f"{name}-summary.jsonl", **fields), path)
+    return f"--options={path}"
+
+
 def fuzz(binary: str, workdir: Path, *, bridge: bool, seed: int, runs: int) -> tuple[int, float, bool]:
     """(executions, exec/s, deep bug found) of one fuzz target run."""
     artifacts = workdir / f"{'afl' if bridge else 'none'}-{seed}-{runs}"
-    command = [sys.executable, str(FUZZ_TARGET), "--target=loom-opt", f"--loom-opt={binary}",
-               f"--coverage={'afl' if bridge else 'none'}", f"--artifacts={artifacts}",
-               f"-seed={seed}", f"-atheris_runs={runs}"]
+    option = options_file(workdir, artifacts.name, binary=binary, artifacts=artifacts,
+                          coverage=CoverageKind.AFL if bridge else CoverageKind.NONE)
+    command = [sys.executable, str(FUZZ_TARGET), option, f"-seed={seed}", f"-atheris_runs={runs}"]
     proc = subprocess.run(command, capture_output=True, text=True, env=clean_env(), cwd=workdir)
-    match = re.search(r"loom-fuzz summary: (\d+) executions in ([\d.]+) s \(([\d.]+) exec/s\)",
-                      proc.stderr)
-    if not match:
+    records = read_summaries(workdir / f"{artifacts.name}-summary.jsonl")
+    if len(records) != 1:
         sys.exit(f"bench_coverage: no summary from the fuzz target:\n{proc.stderr[-3000:]}")
     found = any(BUG_MARK in p.read_text() for p in artifacts.glob("crash-*.json"))
-    return int(match.group(1)), float(match.group(3)), found
+    return records[0].executions, records[0].exec_per_second, found
 
 
 def replay(binary: str, workdir: Path, files: list[str], *, bridge: bool) -> float:
     """exec/s of the fuzz target running ``files`` once each (no mutation);
     grammar features off in both modes, so the bridge is the only difference."""
-    command = [sys.executable, str(FUZZ_TARGET), "--target=loom-opt", f"--loom-opt={binary}",
-               f"--coverage={'afl' if bridge else 'none'}", "--grammar-features=off",
-               f"--artifacts={workdir / 'replay'}", *files]
+    name = f"replay-{'afl' if bridge else 'none'}"
+    summary = workdir / f"{name}-summary.jsonl"
+    summary.unlink(missing_ok=True)
+    option = options_file(workdir, name, binary=binary, artifacts=workdir / "replay",
+                          coverage=CoverageKind.AFL if bridge else CoverageKind.NONE,
+                          grammar_features=FeatureMode.OFF)
+    command = [sys.executable, str(FUZZ_TARGET), option, *files]
     proc = subprocess.run(command, capture_output=True, text=True, env=clean_env(), cwd=workdir)
-    match = re.search(r"loom-fuzz summary: (\d+) executions in ([\d.]+) s \(([\d.]+) exec/s\)",
-                      proc.stderr)
-    if not match or int(match.group(1)) != len(files):
+    records = read_summaries(summary)
+    if len(records) != 1 or records[0].executions != len(files):
         sys.exit(f"bench_coverage: the replay did not run every input:\n{proc.stderr[-3000:]}")
-    return float(match.group(3))
+    return records[0].exec_per_second
 
 
 def main() -> None:

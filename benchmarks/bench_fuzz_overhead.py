@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.core.codec import decode  # noqa: E402
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
-from harness.fuzzing.campaign import seed_corpus  # noqa: E402
+from harness.fuzzing.corpus import seed_corpus  # noqa: E402
 from harness.run.runner import TargetNotFound, resolve_target  # noqa: E402
 
 GOAL = 0.90

@@ -7,7 +7,7 @@
    count a corpus folder of 5,000 files, scan the artifacts folder).
 3. End to end: the fuzz target replaying the same inputs against the fake
    loom-opt (tests/fixtures/fake_loom_opt.c, no planted bug), statistics off
-   ($LOOMFUZZ_STATS unset) and on (a row every 0.1 s, 20x the default rate),
+   (no stats file in the options) and on (a row every 0.1 s, 20x the default rate),
    alternated, best of N each.
 
     python benchmarks/bench_series.py [--quick]
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -31,10 +30,11 @@ sys.path.insert(0, str(REPO))
 from harness.core.codec import encode, nonempty  # noqa: E402
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
+from harness.fuzzing.options import FeatureMode, FuzzOptions, StatsOptions, write_options  # noqa: E402
 from harness.fuzzing.series import CampaignSeries, WorkerSeries  # noqa: E402
+from harness.fuzzing.worker_summary import read_summaries  # noqa: E402
 
 FUZZ_TARGET = REPO / "fuzz_targets" / "loom_opt_fuzzer.py"
-SUMMARY = re.compile(r"loom-fuzz summary: (\d+) executions in ([\d.]+) s \(([\d.]+) exec/s\)")
 
 
 def hook_costs(workdir: Path) -> tuple[float, float]:
@@ -52,7 +52,8 @@ def hook_costs(workdir: Path) -> tuple[float, float]:
 
 def sampler_cost(workdir: Path, samples: int) -> float:
     """ms per merged row with two workers writing and a corpus of 5,000 files."""
-    from harness.fuzzing.campaign import _FindingCounter, count_files
+    from harness.fuzzing.corpus import count_files
+    from harness.fuzzing.findings import FindingCounter
 
     corpus, artifacts = workdir / "corpus", workdir / "artifacts"
     corpus.mkdir()
@@ -60,7 +61,7 @@ def sampler_cost(workdir: Path, samples: int) -> float:
     for i in range(5000):
         (corpus / f"{i:040x}").write_bytes(b"\1\2\3")
     series = CampaignSeries(artifacts, corpus_size=lambda: count_files(corpus),
-                            findings=_FindingCounter(artifacts, set()).counts,
+                            findings=FindingCounter(artifacts, set()).counts,
                             libfuzzer_executions=lambda: None, interval=3600)
     workers = [WorkerSeries(series.workers_path, f"job-{k}", 3600) for k in (1, 2)]
     started = time.perf_counter()
@@ -74,17 +75,19 @@ def sampler_cost(workdir: Path, samples: int) -> float:
 def replay(binary: str, workdir: Path, files: list[str], stats: bool) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFUZZ_")}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    if stats:
-        env["LOOMFUZZ_STATS"] = str(workdir / "replay-stats.csv")
-        env["LOOMFUZZ_STATS_INTERVAL"] = "0.1"
-    command = [sys.executable, str(FUZZ_TARGET), "--target=loom-opt", f"--loom-opt={binary}",
-               "--pass-args=--plant=none", "--grammar-features=off", f"--artifacts={workdir / 'replay'}",
-               *files]
+    summary = workdir / "replay-summary.jsonl"
+    summary.unlink(missing_ok=True)
+    options = FuzzOptions(
+        target="loom-opt", binary=binary, pass_args=("--plant=none",), grammar_features=FeatureMode.OFF,
+        artifacts=workdir / "replay", summary=summary,
+        stats=StatsOptions(workdir / "replay-stats.csv", 0.1) if stats else None)
+    write_options(options, workdir / "replay-options.json")
+    command = [sys.executable, str(FUZZ_TARGET), f"--options={workdir / 'replay-options.json'}", *files]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir)
-    match = SUMMARY.search(proc.stderr)
-    if not match or int(match.group(1)) != len(files):
+    records = read_summaries(summary)
+    if len(records) != 1 or records[0].executions != len(files):
         sys.exit(f"bench_series: the replay did not run every input:\n{proc.stderr[-3000:]}")
-    return float(match.group(3))
+    return records[0].exec_per_second
 
 
 def main() -> None:

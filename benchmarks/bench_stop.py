@@ -40,7 +40,7 @@ from harness.run.runner import Target, run_program  # noqa: E402
 
 FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]
-MARK = "LOOMFUZZ_BENCH_MARK"
+MARK = "BENCH_STOP_MARK"
 
 
 def build_fake(workdir: Path) -> str:

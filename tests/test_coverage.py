@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 import harness.run.coverage as coverage
+from harness.fuzzing.options import CoverageKind, FuzzOptions, write_options
+from harness.fuzzing.worker_summary import WorkerSummary, read_summaries
 from harness.run.runner import OutcomeKind, Target, run_program
 from shapes import Body, Nesting, Program, Thread, decode_program, encode_program, from_shape, make_site
 from shapes import render_program as render
@@ -136,16 +138,24 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def options_file(path: Path, **fields) -> str:
+    """``--options=PATH``, PATH holding ``FuzzOptions(**fields)`` (a hand-run target);
+    the target's summary record goes to ``summary_of(artifacts)``."""
+    if fields.get("artifacts") is not None:
+        fields.setdefault("summary", summary_of(fields["artifacts"]))
+    write_options(FuzzOptions(**fields), path)
+    return f"--options={path}"
+
+
+def summary_of(artifacts: Path) -> Path:
+    return artifacts.parent / f"{artifacts.name}-summary.jsonl"
+
+
 def fuzz_command(binary: str, artifacts: Path, *flags: str, coverage_kind: str = "afl") -> list[str]:
-    return [
-        PYTHON,
-        str(FUZZ_TARGET),
-        "--target=loom-opt",
-        f"--loom-opt={binary}",
-        f"--coverage={coverage_kind}",
-        f"--artifacts={artifacts}",
-        *flags,
-    ]
+    artifacts.parent.mkdir(parents=True, exist_ok=True)
+    option = options_file(artifacts.parent / f"{artifacts.name}-options.json", target="loom-opt",
+                          binary=binary, coverage=CoverageKind(coverage_kind), artifacts=artifacts)
+    return [PYTHON, str(FUZZ_TARGET), option, *flags]
 
 
 def fuzz_env(log: Path) -> dict[str, str]:
@@ -501,10 +511,11 @@ def _hunt(binary: str, tmp_path: Path, seed: int, runs: int, with_bridge: bool):
     return start_fuzz(cmd, tmp_path / f"log-{with_bridge}-{seed}", tmp_path), artifacts
 
 
-def _executions(output: str) -> int:
-    match = re.search(r"loom-fuzz summary: (\d+) executions", output)
-    assert match, output[-3000:]
-    return int(match.group(1))
+def _record(artifacts: Path, output: str) -> WorkerSummary:
+    """The summary record of the one fuzz target process that wrote into ``artifacts``."""
+    records = read_summaries(summary_of(artifacts))
+    assert len(records) == 1, output[-3000:]
+    return records[0]
 
 
 @pytest.mark.slow
@@ -521,7 +532,7 @@ def test_bridge_finds_the_deep_bug_and_blind_fuzzing_does_not(deep_bug_afl, tmp_
             crashes = sorted(artifacts.glob("crash-*.json")) if artifacts.exists() else []
             found = [c for c in crashes
                      if "freeze of a carried value" in json.loads(c.read_text())["reason"]]
-            runs[flag] = (_executions(out), bool(found), proc.returncode)
+            runs[flag] = (_record(artifacts, out).executions, bool(found), proc.returncode)
     finally:
         for proc, _ in procs.values():
             kill_group(proc)
@@ -652,7 +663,7 @@ def test_fuzz_target_start_up_never_imports_fuzzingbook(tmp_path, deep_bug_cc):
     start-up imports (module level and option handling) stay light."""
     code = (
         "import runpy, sys\n"
-        f"sys.argv = [{str(FUZZ_TARGET)!r}, '--loom-opt={deep_bug_cc}', '--help']\n"
+        f"sys.argv = [{str(FUZZ_TARGET)!r}, '--help']\n"
         "try:\n"
         "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
         "except SystemExit:\n"
@@ -701,25 +712,26 @@ def test_bundle_runs_300_inputs_standalone(bundle, fake_loom_opt, mlir_opt, tmp_
            if not k.startswith(("LOOMFUZZ_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/bin:/bin"  # no venv: the bundle brings its own Python
     started = time.monotonic()
+    option = options_file(tmp_path / "a.json", binary=fake_loom_opt, pass_args=("--plant=none",),
+                          artifacts=tmp_path / "a")
     proc = subprocess.run(
-        [str(bundle), "--target=loom-opt", f"--loom-opt={fake_loom_opt}",
-         "--pass-args=--plant=none", f"--artifacts={tmp_path / 'a'}", "-atheris_runs=300",
-         "-seed=11"],
+        [str(bundle), option, "-atheris_runs=300", "-seed=11"],
         env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _executions(proc.stderr) == 300
+    record = _record(tmp_path / "a", proc.stderr)
+    assert record.executions == 300 and record.findings == {}
     assert "findings: 0" in proc.stderr
     assert time.monotonic() - started < 120
     # the oracle rendering through upstream mlir-opt-22, a few runs
     env["MLIR_OPT"] = mlir_opt
+    option = options_file(tmp_path / "b.json", target="mlir-opt", artifacts=tmp_path / "b")
     proc = subprocess.run(
-        [str(bundle), "--target=mlir-opt", f"--artifacts={tmp_path / 'b'}", "-atheris_runs=20",
-         "-seed=12"],
+        [str(bundle), option, "-atheris_runs=20", "-seed=12"],
         env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _executions(proc.stderr) == 20 and "findings: 0" in proc.stderr
+    assert _record(tmp_path / "b", proc.stderr).executions == 20 and "findings: 0" in proc.stderr
 
 
 @pytest.mark.slow
@@ -728,14 +740,15 @@ def test_bundle_runs_with_the_coverage_bridge(bundle, deep_bug_afl, tmp_path):
            if not k.startswith(("LOOMFUZZ_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/bin:/bin"
     env[coverage.LOG_ENV] = str(tmp_path / "coverage.log")
+    option = options_file(tmp_path / "a.json", binary=deep_bug_afl, coverage=CoverageKind.AFL,
+                          artifacts=tmp_path / "a")
     proc = subprocess.run(
-        [str(bundle), "--target=loom-opt", f"--loom-opt={deep_bug_afl}", "--coverage=afl",
-         f"--artifacts={tmp_path / 'a'}", "-atheris_runs=200", "-seed=13"],
+        [str(bundle), option, "-atheris_runs=200", "-seed=13"],
         env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _executions(proc.stderr) == 200
-    edges = int(re.search(r"coverage: (\d+) edges seen", proc.stderr).group(1))
-    assert edges >= 30
+    record = _record(tmp_path / "a", proc.stderr)
+    assert record.executions == 200 and record.edges >= 30
+    assert f"coverage: {record.edges} edges seen" in proc.stderr
     ids = {e["shm_id"] for e in read_log(tmp_path / "coverage.log")}
     assert len(ids) == 1 and not wait_gone(ids, timeout=5)

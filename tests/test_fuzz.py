@@ -6,6 +6,7 @@ the planted-bug fake loom-opt (tests/fixtures/fake_loom_opt.c).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -18,19 +19,11 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.fuzzing.campaign import (
-    CampaignConfig,
-    build_command,
-    child_env,
-    finding_kind,
-    fuzz_target_script,
-    inspect_corpus,
-    libfuzzer_flags,
-    parse_summary,
-    seed_corpus,
-    seed_programs,
-    split_options,
-)
+from harness.fuzzing.corpus import inspect_corpus, seed_corpus, seed_programs
+from harness.fuzzing.findings import finding_kind
+from harness.fuzzing.libfuzzer import build_command, child_env, fuzz_target_script, libfuzzer_flags
+from harness.fuzzing.options import CoverageKind, FuzzOptions, target_options, write_options
+from harness.fuzzing.worker_summary import WorkerSummary, read_summaries
 from harness.checker import check_text
 from harness.core.features import KPathFeatures
 from harness.core.grammar import default_grammar
@@ -51,6 +44,13 @@ def clean_env(**extra: str) -> dict[str, str]:
            if not k.startswith("LOOMFUZZ_") and k not in ("LOOM_OPT", "MLIR_OPT")}
     env.update(extra)
     return env
+
+
+def options_flag(folder: Path, **fields) -> str:
+    """``--options=FILE`` for a hand-run fuzz target, FILE holding ``FuzzOptions(**fields)``."""
+    path = folder / "hand-options.json"
+    write_options(FuzzOptions(**fields), path)
+    return f"--options={path}"
 
 
 def loomfuzz(*args, cwd: Path, env: dict | None = None, timeout: float = 300,
@@ -132,8 +132,11 @@ def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
     assert re.search(r"\d+\.\d/s", result.stdout)
     assert "findings:    none" in result.stdout
     assert "  grammar coverage: k=1 17/17, k=2 36/36\n" in result.stdout  # the seeds cover every pair
-    assert sorted(p.name for p in artifacts.iterdir()) == ["stats-workers.csv", "stats.csv"]  # no finding
-    assert "loom-fuzz summary: 250 executions" in result.stderr
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
+        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
+    assert "loom-fuzz summary: 250 executions" in result.stderr  # the target's line, for people
+    [record] = read_summaries(artifacts / "fuzz-summary.jsonl")  # ... and its record, for loomfuzz
+    assert record.executions == 250 and record.findings == {}
 
 
 def test_fork_mode_collects_findings_in_one_folder(fake_loom_opt, tmp_path):
@@ -167,8 +170,11 @@ def test_self_fuzz_finds_nothing(tmp_path):
     assert "grammar_fuzzer.py" in result.stderr
     assert executions(result.stdout) == 8000
     assert crash_files(artifacts) == []
-    assert sorted(p.name for p in artifacts.iterdir()) == ["stats-workers.csv", "stats.csv"]  # no finding
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
+        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
     assert "findings:    none" in result.stdout
+    [record] = read_summaries(artifacts / "fuzz-summary.jsonl")
+    assert record.executions == 8000 and record.programs_checked > 0
 
 
 def test_time_limit_ends_cleanly_with_a_summary(fake_loom_opt, tmp_path):
@@ -209,8 +215,9 @@ def test_missing_loom_opt_is_one_line_before_atheris(tmp_path):
 
 
 def test_fuzz_target_script_missing_binary_fails_before_libfuzzer(tmp_path):
-    env = child_env(clean_env())
-    result = subprocess.run([str(TARGETS / "loom_opt_fuzzer.py"), "--loom-opt", str(tmp_path / "nope"),
+    env = child_env(None, clean_env())
+    result = subprocess.run([str(TARGETS / "loom_opt_fuzzer.py"),
+                             options_flag(tmp_path, binary=str(tmp_path / "nope")),
                              "-atheris_runs=3"], capture_output=True, text=True, env=env, cwd=tmp_path,
                             timeout=60)
     assert result.returncode == 1
@@ -254,8 +261,8 @@ def test_coverage_on_an_uninstrumented_binary_is_a_clear_error(fake_loom_opt, tm
         "(build it with afl-clang-fast/afl-clang-fast++)"
     ]
     script = TARGETS / "loom_opt_fuzzer.py"
-    result = subprocess.run([sys.executable, str(script), "--loom-opt", fake_loom_opt, "--coverage", "afl",
-                             "-atheris_runs=2"], capture_output=True, text=True, cwd=tmp_path,
+    hand = options_flag(tmp_path, binary=fake_loom_opt, coverage=CoverageKind.AFL)
+    result = subprocess.run([sys.executable, str(script), hand, "-atheris_runs=2"], capture_output=True, text=True, cwd=tmp_path,
                             env=clean_env(), timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
@@ -295,50 +302,55 @@ def test_fuzz_target_imports_stay_light():
 
 
 def test_libfuzzer_flags_from_options(tmp_path):
-    config = CampaignConfig(corpus=tmp_path / "c", artifacts=tmp_path / "a", time=30, runs=100, seed=4)
-    flags = libfuzzer_flags(config)
+    options = FuzzOptions(corpus=tmp_path / "c", artifacts=tmp_path / "a", time=30, runs=100, seed=4)
+    flags = libfuzzer_flags(options, options.artifacts)
     assert "-max_total_time=30" in flags and "-atheris_runs=100" in flags and "-seed=4" in flags
     assert f"-artifact_prefix={(tmp_path / 'a').resolve()}{os.sep}" in flags
     assert not any(f.startswith("-fork") for f in flags)
 
-    config.jobs = 3
-    flags = libfuzzer_flags(config)
+    options = dataclasses.replace(options, jobs=3)
+    flags = libfuzzer_flags(options, options.artifacts)
     assert "-fork=3" in flags and "-runs=100" in flags and "-ignore_crashes=1" in flags
     assert not any(f.startswith("-atheris_runs") for f in flags)
 
-    config.libfuzzer_args = ["-ignore_crashes=0", "-max_len=8", "-dict=x.dict"]
-    flags = libfuzzer_flags(config)
-    assert "-ignore_crashes=1" not in flags and flags[-3:] == config.libfuzzer_args
+    user = ("-ignore_crashes=0", "-max_len=8", "-dict=x.dict")
+    options = dataclasses.replace(options, libfuzzer_args=user)
+    flags = libfuzzer_flags(options, options.artifacts)
+    assert "-ignore_crashes=1" not in flags and tuple(flags[-3:]) == user
 
-    config.jobs = 1
-    config.loom_opt = "/bin/true"
-    config.pass_args = "--a --b"
-    command = build_command(config, TARGETS / "loom_opt_fuzzer.py")
-    assert command[:2] == [sys.executable, str(TARGETS / "loom_opt_fuzzer.py")]
-    assert "--loom-opt=/bin/true" in command and "--pass-args=--a --b" in command
-    assert not any(c.startswith(("--coverage", "--grammar-features")) for c in command)
-    config.coverage, config.grammar_features = "afl", "on"
-    command = build_command(config, TARGETS / "loom_opt_fuzzer.py")
-    assert "--coverage=afl" in command and "--grammar-features=on" in command
+    # the settings travel in the options file: the command line holds only its name
+    options = dataclasses.replace(options, jobs=1, binary="/bin/true", pass_args=("--a", "--b"))
+    command = build_command(options, TARGETS / "loom_opt_fuzzer.py", tmp_path / "o.json")
+    assert command[:3] == [sys.executable, str(TARGETS / "loom_opt_fuzzer.py"),
+                           f"--options={(tmp_path / 'o.json').resolve()}"]
+    assert [c for c in command if c.startswith("--")] == [command[2]]
     assert command[-1] == str((tmp_path / "c").resolve())
 
 
-def test_child_env_puts_this_python_first():
-    env = child_env({"PATH": "/usr/bin:/bin"})
+def test_child_env_puts_this_python_first(tmp_path):
+    env = child_env(None, {"PATH": "/usr/bin:/bin", "LOOMFUZZ_OPTIONS": "stale.json"})
+    assert "LOOMFUZZ_OPTIONS" not in env  # an enclosing campaign's file is not ours
+    assert child_env(tmp_path / "o.json", {})["LOOMFUZZ_OPTIONS"] == str(tmp_path / "o.json")
     first = env["PATH"].split(os.pathsep)[0]
     assert first == str(Path(sys.executable).parent)
     assert shutil.which("python3", path=env["PATH"]).startswith(first)
 
 
-def test_split_options():
-    values, rest = split_options(["prog", "--target=mlir-opt", "-runs=3", "--timeout", "5", "corpus"],
-                                 ["target", "timeout"])
-    assert values == {"target": "mlir-opt", "timeout": "5"}
+def test_target_options_reads_the_file_and_passes_libfuzzer_flags(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("LOOMFUZZ_OPTIONS", raising=False)
+    path = tmp_path / "o.json"
+    write_options(FuzzOptions(target="mlir-opt", timeout=5.0), path)
+    options, rest = target_options(["prog", f"--options={path}", "-runs=3", "corpus"], "prog")
+    assert options == FuzzOptions(target="mlir-opt", timeout=5.0)
     assert rest == ["prog", "-runs=3", "corpus"]
-    with pytest.raises(SystemExit):
-        split_options(["prog", "--bogus=1"], ["target"])
-    with pytest.raises(SystemExit):
-        split_options(["prog", "--target"], ["target"])
+    assert os.environ["LOOMFUZZ_OPTIONS"] == str(path)  # for libFuzzer's re-executed workers
+    options, rest = target_options(["prog", "-runs=3"], "prog")  # such a worker
+    assert options.target == "mlir-opt" and rest == ["prog", "-runs=3"]
+    for argv in (["prog", "--target=mlir-opt"], ["prog", "--options"]):
+        with pytest.raises(SystemExit) as exit:
+            target_options(argv, "prog")
+        assert exit.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2
 
 
 def test_seed_corpus_covers_the_grammar(tmp_path):
@@ -363,5 +375,6 @@ def test_finding_kinds_and_summary_line():
     assert finding_kind({"outcome": "accepted", "finding_kind": "wrong-output"}) == "wrong-output"
     assert finding_kind({"outcome": "rejected", "finding_kind": "unexpected-rejection"}) == "unexpected-rejection"
     assert finding_kind({"outcome": "timeout"}) == "timeout"  # a sidecar without the field
-    assert parse_summary("loom-fuzz summary: 12 executions in 3.500 s (3.4 exec/s); findings: 0") == (12, 3.5)
-    assert parse_summary("#12 NEW cov: 3") is None
+    line = WorkerSummary("pid-1", 12, 3.5, in_target=1.0).line()
+    assert line == ("loom-fuzz summary: 12 executions in 3.500 s (3.4 exec/s); findings: 0; "
+                    "time in target: 1.000 s")

@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 
 from harness.core.grammar import default_grammar
-from harness.fuzzing.campaign import child_env, fuzz_target_script, seed_corpus
+from harness.fuzzing.corpus import seed_corpus
+from harness.fuzzing.libfuzzer import child_env, fuzz_target_script
+from harness.fuzzing.options import SUMMARY_FILE, FuzzOptions, write_options
+from harness.fuzzing.worker_summary import read_summaries
 from harness.run import lifetime
 from harness.run.atomic import remove_partials, write_atomically
 from harness.triage.inputs import collect_inputs
@@ -243,9 +246,10 @@ def test_every_stop_signal_leaves_nothing_running(target, jobs, mlir_opt, fake_l
             summary = run.stdout
             assert "loomfuzz fuzz: summary" in summary, (name, run.stderr[-2000:])
             assert re.search(r"executions:\s+(\d+|unknown)", summary)
-            if jobs == 1:  # the fuzz target's own count, printed as it stopped
+            if jobs == 1:  # the fuzz target's own count, recorded as it stopped
                 assert re.search(r"loom-fuzz summary: \d+ executions", run.stderr), name
-                assert re.search(r"executions:\s+\d+", summary), summary
+                [record] = read_summaries(tmp_path / name / "artifacts" / SUMMARY_FILE)
+                assert re.search(rf"executions:\s+{record.executions}\b", summary), summary
         check_findings(tmp_path / name / "artifacts")
         assert not list(Path(os.environ.get("TMPDIR") or "/tmp").glob(
             f"libFuzzerTemp.FuzzWithFork{run.proc.pid}.dir"))
@@ -452,14 +456,17 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
     mark = uuid.uuid4().hex
     corpus = tmp_path / "corpus"
     seed_corpus(corpus, default_grammar())
-    env = child_env({**os.environ, MARK: mark})
+    env = child_env(None, {**os.environ, MARK: mark})
     env.pop(lifetime.LIFELINE_ENV, None)
     err = tmp_path / "err"
+    options = tmp_path / "options.json"
+    write_options(FuzzOptions(binary=fake_loom_opt, timeout=60.0, artifacts=tmp_path / "a",
+                              pass_args=("--plant=hang", "--loom-lower-for-to-graph"),
+                              summary=tmp_path / "summary.jsonl"), options)
     with open(err, "wb") as handle:
         proc = subprocess.Popen(
-            [str(fuzz_target_script()), f"--loom-opt={fake_loom_opt}", "--timeout=60",
-             "--pass-args=--plant=hang --loom-lower-for-to-graph", f"--artifacts={tmp_path / 'a'}",
-             str(corpus)], stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+            [str(fuzz_target_script()), f"--options={options}", str(corpus)],
+            stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 90
         while not a_target_hangs(fake_loom_opt)(marked(mark)) and time.monotonic() < deadline:
@@ -476,6 +483,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
             os.kill(pid, signal.SIGKILL)
     output = err.read_text()
     assert re.search(r"loom-fuzz summary: \d+ executions", output)
+    assert len(read_summaries(tmp_path / "summary.jsonl")) == 1
     assert "run interrupted" not in output  # libFuzzer's own handler did not take it
     assert check_findings(tmp_path / "a") == 0
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
+from typing import Optional
 
 from harness.commands import (
     TargetError,
@@ -21,6 +23,7 @@ from harness.commands import (
     target_from_args,
     whole_number,
 )
+from harness.fuzzing.options import FuzzOptions
 
 EPILOG = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
@@ -100,91 +103,99 @@ def _note(message: str) -> None:
     print(f"loomfuzz fuzz: {message}", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
-    from harness.fuzzing.campaign import (
-        CampaignConfig,
-        CampaignError,
-        format_summary,
-        fuzz_target_script,
-        inspect_corpus,
-        run_campaign,
-        seed_corpus,
+def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None) -> FuzzOptions:
+    """The campaign's one options value: every path absolute (the fuzz target
+    runs elsewhere), the summary and statistics files in the artifacts folder."""
+    from harness.fuzzing.options import (
+        CoverageKind,
+        FeatureMode,
+        OracleKind,
+        RunnerKind,
+        StatsOptions,
+        SUMMARY_FILE,
+    )
+    from harness.fuzzing.series import WORKERS_FILE
+
+    artifacts = args.artifacts.resolve()
+    differential = args.oracle == "differential"
+    optimizer = args.mlir_opt if differential else None
+    # the target's arguments (checked by target_from_args); the differential oracle and
+    # --self have none
+    own_target = not differential and not args.self_test and args.pass_args is not None
+    return FuzzOptions(
+        grammar=Path(args.grammar).resolve() if args.grammar else None,
+        profile=profile_from_args(args),
+        target=args.target,
+        binary=binary,
+        pass_args=tuple(shlex.split(args.pass_args)) if own_target else None,
+        pipeline=args.pipeline,
+        expectations=Path(args.expectations).resolve() if args.expectations else None,
+        timeout=args.timeout,
+        memory_mb=args.memory_mb,
+        runner=RunnerKind(args.runner or "process"),
+        restart_every=args.restart_every,
+        coverage=CoverageKind(args.coverage),
+        grammar_features=FeatureMode(args.grammar_features),
+        oracle=OracleKind(args.oracle),
+        optimizer=os.path.abspath(optimizer) if optimizer and "/" in optimizer else optimizer,
+        reference_runner=args.reference_runner if differential else None,
+        runtime_library=args.runtime_library if differential else None,
+        artifacts=artifacts,
+        summary=artifacts / SUMMARY_FILE,
+        stats=StatsOptions(artifacts / WORKERS_FILE, args.stats_interval),
+        corpus=args.corpus.resolve(),
+        self_test=args.self_test,
+        time=args.time,
+        runs=args.runs,
+        jobs=args.jobs,
+        seed=args.seed,
+        libfuzzer_args=tuple(args.libfuzzer),
     )
 
-    bad_flags = [f for f in args.libfuzzer if not f.startswith("-")]
-    if bad_flags:
-        return _error(f"libFuzzer flags after -- start with '-': {' '.join(bad_flags)} "
-                      "(use --corpus for the corpus folder)", 2)
 
-    env: dict[str, str] = {}
-    loom_opt = None
-    differential = args.oracle == "differential" and not args.self_test
-    if differential:
-        oracle_from_args(args)  # unusable optimizer or toolchain: one line, exit 2 (harness.cli)
-        if args.runner == "persistent":
-            return _error("--oracle differential runs programs through its own runner: no --runner", 2)
-    if not args.self_test and not differential:
-        try:
-            target = target_from_args(args)
-        except TargetError as error:
-            return _error(str(error))
-        if args.target == "loom-opt":
-            loom_opt = target.argv[0]
-        else:
-            env["MLIR_OPT"] = target.argv[0]  # the script resolves the same binary
-        coverage_binary = target.argv[0]
-        from harness.run.runner import TargetNotFound
-        from harness.run.runners import default_runner_kind
-
-        try:
-            probe_pipeline(args, target, "fuzz")  # a refused pipeline: one line, exit 2
-        except TargetNotFound as error:
-            return _error(str(error))
-
-        if args.runner is None:
-            # with --coverage the map is the instrumented target's: a process per program
-            # unless --runner persistent names the (instrumented) driver
-            fastest = default_runner_kind(target) == "persistent" and args.coverage == "none"
-            args.runner = "persistent" if fastest else "process"
-        if args.runner == "persistent":
-            # Checked here too, so that a missing driver stops before the campaign starts.
-            from harness.run.persistent import DriverError
-            from harness.run.runners import persistent_for
-
-            try:
-                coverage_binary = persistent_for(target).driver[0]
-            except DriverError as error:
-                return _error(f"--runner persistent: {error}")
-        if args.coverage != "none":
-            # Checked here too, so that a binary without a map stops before the campaign starts.
-            from harness.run.coverage import CoverageUnavailable, require_map
-
-            try:
-                require_map(coverage_binary)
-            except CoverageUnavailable as error:
-                return _error(f"--coverage {args.coverage}: {error}")
+def _check_target(args: argparse.Namespace):
+    """The target, after the checks that must stop a campaign before it starts (no
+    target, a refused pipeline, no persistent driver, no coverage map); ``args.runner``
+    gets its default.  Returns (target, None) or (None, exit status)."""
+    try:
+        target = target_from_args(args)
+    except TargetError as error:
+        return None, _error(str(error))
+    coverage_binary = target.argv[0]
+    from harness.run.runner import TargetNotFound
+    from harness.run.runners import default_runner_kind
 
     try:
-        script = fuzz_target_script(args.self_test)
-    except CampaignError as error:
-        return _error(str(error))
+        probe_pipeline(args, target, "fuzz")  # a refused pipeline: one line, exit 2
+    except TargetNotFound as error:
+        return None, _error(str(error))
+    if args.runner is None:
+        # with --coverage the map is the instrumented target's: a process per program
+        # unless --runner persistent names the (instrumented) driver
+        fastest = default_runner_kind(target) == "persistent" and args.coverage == "none"
+        args.runner = "persistent" if fastest else "process"
+    if args.runner == "persistent":
+        from harness.run.persistent import DriverError
+        from harness.run.runners import persistent_for
 
-    corpus: Path = args.corpus
-    if corpus.exists() and not corpus.is_dir():
-        return _error(f"--corpus {corpus} is not a folder")
-    if args.artifacts.exists() and not args.artifacts.is_dir():
-        return _error(f"--artifacts {args.artifacts} is not a folder")
-    try:
-        corpus.mkdir(parents=True, exist_ok=True)
-        args.artifacts.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return _error(f"cannot create {error.filename}: {error.strerror}")
+        try:
+            coverage_binary = persistent_for(target).driver[0]
+        except DriverError as error:
+            return None, _error(f"--runner persistent: {error}")
+    if args.coverage != "none":
+        from harness.run.coverage import CoverageUnavailable, require_map
 
-    grammar = grammar_from_args(args)
-    # the differential oracle reads the canonical rendering, which every grammar has
-    missing = None if args.self_test or differential else missing_rendering(target, grammar)
-    if missing:
-        return _error(missing, 2)
+        try:
+            require_map(coverage_binary)
+        except CoverageUnavailable as error:
+            return None, _error(f"--coverage {args.coverage}: {error}")
+    return target, None
+
+
+def _prepare_corpus(corpus: Path, grammar) -> Optional[int]:
+    """Warn about unusable corpus files, seed an empty corpus; an exit status on failure."""
+    from harness.fuzzing.corpus import inspect_corpus, seed_corpus
+
     report = inspect_corpus(corpus, grammar)
     for path, reason in report.unreadable[:10]:
         _warn(f"cannot read corpus file {path}: {reason}; skipped (libFuzzer skips or runs it as an "
@@ -204,40 +215,59 @@ def run(args: argparse.Namespace) -> int:
             return _error(f"cannot seed the corpus {corpus}: {error.strerror or error}")
         _note(f"seeded {corpus} with {written} programs (PCFG draws covering every alternative "
               "and parent/child pair of the grammar)")
+    return None
 
-    config = CampaignConfig(
-        corpus=corpus,
-        artifacts=args.artifacts,
-        self_test=args.self_test,
-        target=args.target,
-        loom_opt=loom_opt,
-        pass_args=args.pass_args,
-        pipeline=args.pipeline,
-        expectations=args.expectations,
-        timeout=args.timeout,
-        memory_mb=args.memory_mb,
-        coverage=args.coverage,
-        grammar_features=args.grammar_features,
-        grammar=args.grammar,
-        profile=profile_from_args(args),
-        time=args.time,
-        runs=args.runs,
-        jobs=args.jobs,
-        seed=args.seed,
-        libfuzzer_args=list(args.libfuzzer),
-        runner=args.runner or "process",
-        restart_every=args.restart_every,
-        env=env,
-        stats_interval=args.stats_interval,
-        oracle=args.oracle,
-        oracle_mlir_opt=os.path.abspath(args.mlir_opt) if "/" in args.mlir_opt else args.mlir_opt,
-    )
+
+def run(args: argparse.Namespace) -> int:
+    from harness.fuzzing.campaign import run_campaign
+    from harness.fuzzing.campaign_summary import format_summary
+    from harness.fuzzing.libfuzzer import CampaignError, fuzz_target_script
+
+    bad_flags = [f for f in args.libfuzzer if not f.startswith("-")]
+    if bad_flags:
+        return _error(f"libFuzzer flags after -- start with '-': {' '.join(bad_flags)} "
+                      "(use --corpus for the corpus folder)", 2)
+    target = None
+    differential = args.oracle == "differential" and not args.self_test
+    if differential:
+        oracle_from_args(args)  # unusable optimizer or toolchain: one line, exit 2 (harness.cli)
+        if args.runner == "persistent":
+            return _error("--oracle differential runs programs through its own runner: no --runner", 2)
+    if not args.self_test and not differential:
+        target, status = _check_target(args)
+        if status is not None:
+            return status
     try:
-        result = run_campaign(config, script)
+        script = fuzz_target_script(args.self_test)
+    except CampaignError as error:
+        return _error(str(error))
+
+    corpus: Path = args.corpus
+    if corpus.exists() and not corpus.is_dir():
+        return _error(f"--corpus {corpus} is not a folder")
+    if args.artifacts.exists() and not args.artifacts.is_dir():
+        return _error(f"--artifacts {args.artifacts} is not a folder")
+    try:
+        corpus.mkdir(parents=True, exist_ok=True)
+        args.artifacts.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return _error(f"cannot create {error.filename}: {error.strerror}")
+
+    grammar = grammar_from_args(args)
+    # the differential oracle reads the canonical rendering, which every grammar has
+    missing = missing_rendering(target, grammar) if target is not None else None
+    if missing:
+        return _error(missing, 2)
+    status = _prepare_corpus(corpus, grammar)
+    if status is not None:
+        return status
+    options = options_from_args(args, binary=target.argv[0] if target is not None else None)
+    try:
+        result = run_campaign(options, script)
     except OSError as error:
         return _error(f"cannot run {script}: {error.strerror or error}")
     sys.stderr.flush()
-    print(format_summary(config, result), flush=True)
+    print(format_summary(options, result), flush=True)
     if result.interrupted:  # 128 + the signal that stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP
         return 128 + (result.stop_signal or 2)
     if result.finding_count:

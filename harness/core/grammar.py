@@ -35,7 +35,7 @@ naming the nonterminal and what is wrong) and computes, per nonterminal:
   input or a depth budget runs out;
 * how many derivation trees it has (``None`` when recursive) and its width
   in the choice-sequence layout (:mod:`harness.core.codec`);
-* for a finite language of at most :data:`TABLE_LIMIT` trees, the whole
+* for a finite language of at most :data:`~harness.core.grammar_analysis.TABLE_LIMIT` trees, the whole
   language as a table of trees with their probabilities: the random walk
   picks a whole subtree with one draw, and the renderer caches their text.
 
@@ -51,14 +51,14 @@ import json
 import math
 import os
 import re
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate, product
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, TypeVar
 
-from harness.core.recursion import allow_trees_of_depth, deep_recursion
+from harness.core.grammar_analysis import Table, byte_table, languages, min_sizes, reachability, tables
+from harness.core.recursion import allow_trees_of_depth
 from harness.core.scope import OPTIONS as SCOPE_OPTIONS
 from harness.core.scope import Binding, NameRef, UseRef, parse_binding, unscoped_use
 
@@ -68,8 +68,6 @@ COUNTER_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 OPTIONS = frozenset({"prob", "counter", "indent", "label", *SCOPE_OPTIONS})
 _UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})
 
-#: Finite languages up to this many trees are tabulated (picked whole, rendered from a cache).
-TABLE_LIMIT = 4096
 #: Depth budget of a walk when the grammar does not set ``MAX_DEPTH``.
 DEFAULT_MAX_DEPTH = 40
 
@@ -104,20 +102,6 @@ class Alternative:
     binding: Binding | None = None  # values it defines, binds or uses (harness.core.scope)
 
 _T = TypeVar("_T")
-
-
-@dataclass
-class Table:
-    """A finite language: every tree, with its probability, and a cumulative for bisect."""
-
-    trees: tuple[Node, ...]
-    cumulative: tuple[float, ...]
-    index: dict  # tree -> entry
-    by_id: dict  # id(tree) -> entry (the table's own objects)
-    depth: int  # the deepest tree's depth
-
-    def pick(self, u: float) -> Node:
-        return self.trees[bisect_right(self.cumulative, u)]
 
 
 @dataclass
@@ -399,20 +383,20 @@ def compile_grammar(
     g = CompiledGrammar(source=source, start=ids[start], names=names, ids=ids, alts=tuple(alts),
                         max_depth=max_depth, counters=tuple(sorted(counters)), meta=dict(meta or {}))
     g.alt_kids = [tuple(a.kids for a in alt_list) for alt_list in g.alts]
-    _reachability(g, fail)
-    _min_sizes(g, fail)
+    reachability(g, fail)
+    min_sizes(g, fail)
     unscoped = unscoped_use(names, g.alts, g.start)
     if unscoped is not None:
         n, types = unscoped
         raise fail(names[n], f"uses a value of type {types} where none is sure to be in scope "
                              "(no define or bind of that type on every way here)")
-    _languages(g)
-    _tables(g)
+    languages(g)
+    tables(g)
     for alt_list in g.alts:
         probs = [a.prob for a in alt_list]
         total = sum(probs) or 1.0
         g.cumulative.append(tuple(list(accumulate(p / total for p in probs))[:-1]) + (math.inf,))
-        table = _byte_table(probs)
+        table = byte_table(probs)
         g.byte_table.append(table)
         g.smallest_byte.append(bytes(table.index(a) if a in table else 0 for a in range(len(probs))))
     g.renderings = {"canonical": [[a.parts for a in alt_list] for alt_list in g.alts]}
@@ -421,169 +405,6 @@ def compile_grammar(
     # the one point where trees this deep become possible (harness.core.recursion)
     allow_trees_of_depth(g.max_depth if g.max_bytes is None else g.deepest[g.start])
     return g
-
-
-def _reachability(g: CompiledGrammar, fail) -> None:
-    seen = {g.start}
-    stack = [g.start]
-    while stack:
-        for alt in g.alts[stack.pop()]:
-            for kid in alt.kids:
-                if kid not in seen:
-                    seen.add(kid)
-                    stack.append(kid)
-    for n, name in enumerate(g.names):
-        if n not in seen:
-            raise fail(name, f"unreachable from the start symbol {g.start_name}")
-
-
-def _min_sizes(g: CompiledGrammar, fail) -> None:
-    """Fewest nodes and least depth of a finite derivation, by fixpoint."""
-    inf = math.inf
-    size = [inf] * len(g.names)
-    depth = [inf] * len(g.names)
-    changed = True
-    while changed:
-        changed = False
-        for n, alt_list in enumerate(g.alts):
-            for alt in alt_list:
-                s = 1 + sum(size[k] for k in alt.kids)
-                d = 1 + max((depth[k] for k in alt.kids), default=0)
-                if s < size[n]:
-                    size[n], changed = s, True
-                if d < depth[n]:
-                    depth[n], changed = d, True
-    stuck = [n for n in range(len(g.names)) if size[n] == inf]
-    if stuck:
-        # Name the cause: a stuck nonterminal on a cycle of stuck ones (the others only reach it).
-        def on_cycle(n: int) -> bool:
-            seen, stack = set(), [k for a in g.alts[n] for k in a.kids if size[k] == inf]
-            while stack:
-                k = stack.pop()
-                if k == n:
-                    return True
-                if k not in seen:
-                    seen.add(k)
-                    stack.extend(j for a in g.alts[k] for j in a.kids if size[j] == inf)
-            return False
-
-        cause = next((n for n in stuck if on_cycle(n)), stuck[0])
-        others = [g.names[n] for n in stuck if n != cause]
-        raise fail(g.names[cause], "has no finite expansion (every alternative recurses forever)"
-                   + (f"; so neither do {', '.join(others)}" if others else ""))
-    g.min_size = [int(s) for s in size]
-    g.min_depth = [int(d) for d in depth]
-    g.alt_min_size = [tuple(1 + sum(g.min_size[k] for k in a.kids) for a in alts) for alts in g.alts]
-    g.alt_min_depth = [tuple(1 + max((g.min_depth[k] for k in a.kids), default=0) for a in alts)
-                       for alts in g.alts]
-    g.cheapest = [min(range(len(s)), key=lambda a, s=s: (s[a], a)) for s in g.alt_min_size]
-    g.shallowest = [min(range(len(d)), key=lambda a, d=d, s=s: (d[a], s[a], a))
-                    for d, s in zip(g.alt_min_depth, g.alt_min_size)]
-
-
-def _languages(g: CompiledGrammar) -> None:
-    """Tree counts and layout widths; ``None`` for nonterminals that reach recursion."""
-    count: list[int | None] = [None] * len(g.names)
-    width: list[int | None] = [None] * len(g.names)
-    state = [0] * len(g.names)  # 0 new, 1 in progress, 2 done
-
-    def visit(n: int) -> None:
-        state[n] = 1
-        infinite = False
-        for alt in g.alts[n]:
-            for kid in alt.kids:
-                if state[kid] == 0:
-                    visit(kid)
-                if state[kid] == 1 or count[kid] is None:
-                    infinite = True
-        state[n] = 2
-        if not infinite:
-            count[n] = sum(math.prod(count[k] for k in a.kids) for a in g.alts[n])  # type: ignore[misc]
-            own = 1 if len(g.alts[n]) > 1 else 0
-            width[n] = own + max(sum(width[k] for k in a.kids) for a in g.alts[n])  # type: ignore[misc]
-
-    with deep_recursion(10 * len(g.names) + 1000):  # one frame per nonterminal on a path
-        for n in range(len(g.names)):
-            if state[n] == 0:
-                visit(n)
-    # A nonterminal that is part of a cycle was marked finite before the cycle closed: redo
-    # the marking until stable, so that anything reaching recursion is infinite.
-    changed = True
-    while changed:
-        changed = False
-        for n, alt_list in enumerate(g.alts):
-            if count[n] is not None and any(count[k] is None for a in alt_list for k in a.kids):
-                count[n] = width[n] = None
-                changed = True
-    g.count, g.width = count, width
-    g.deepest = _deepest(g)
-
-
-def _deepest(g: CompiledGrammar) -> list[int | None]:
-    """The depth of each finite nonterminal's deepest tree (None: recursive)."""
-    deepest: list[int | None] = [None] * len(g.names)
-    # finite nonterminals only reach finite ones: settle them by fixpoint
-    pending = [n for n in range(len(g.names)) if g.count[n] is not None]
-    while pending:
-        left = []
-        for n in pending:
-            kids = [k for alt in g.alts[n] for k in alt.kids]
-            if all(deepest[k] is not None for k in kids):
-                deepest[n] = 1 + max((deepest[k] for k in kids), default=0)  # type: ignore[type-var]
-            else:
-                left.append(n)
-        if len(left) == len(pending):
-            raise AssertionError("a finite nonterminal reaches a recursive one")
-        pending = left
-    return deepest
-
-
-def _tables(g: CompiledGrammar) -> None:
-    trees: dict[int, list[tuple[Node, float]]] = {}
-
-    def language(n: int) -> list[tuple[Node, float]]:
-        if n not in trees:
-            out = []
-            for a, alt in enumerate(g.alts[n]):
-                for combo in product(*(language(k) for k in alt.kids)):
-                    out.append(((n, a, tuple(t for t, _ in combo)),
-                                alt.prob * math.prod(p for _, p in combo)))
-            trees[n] = out
-        return trees[n]
-
-    g.tables = [None] * len(g.names)
-    g.unique = [None] * len(g.names)
-    # Smallest first, so that shared subtrees are built once.
-    for n in sorted(range(len(g.names)), key=lambda n: g.count[n] or math.inf):
-        c = g.count[n]
-        if c is None or c > TABLE_LIMIT:
-            continue
-        entries = language(n)
-        total = sum(p for _, p in entries) or 1.0
-        cumulative = tuple(list(accumulate(p / total for _, p in entries))[:-1]) + (math.inf,)
-        nodes = tuple(t for t, _ in entries)
-        g.tables[n] = Table(nodes, cumulative, {t: i for i, t in enumerate(nodes)},
-                            {id(t): i for i, t in enumerate(nodes)}, g.deepest[n])
-        if c == 1:
-            g.unique[n] = nodes[0]
-
-
-def _byte_table(probabilities: list[float]) -> bytes:
-    """byte -> alternative: each alternative owns a run of bytes in proportion to its
-    probability (at least one byte each, so none is unreachable), in order."""
-    k = len(probabilities)
-    if k == 1:
-        return bytes(256)
-    if k > 256:
-        raise GrammarError(f"more than 256 alternatives ({k}) cannot be one byte of the codec")
-    total = sum(probabilities) or 1.0
-    share = [max(1, round(256 * p / total)) for p in probabilities]
-    while sum(share) > 256:  # take the excess from the largest shares
-        share[share.index(max(share))] -= 1
-    while sum(share) < 256:
-        deficit = [256 * p / total - s for p, s in zip(probabilities, share)]
-        share[deficit.index(max(deficit))] += 1
-    return bytes(a for a, s in enumerate(share) for _ in range(s))
 
 
 def _rendering(g: CompiledGrammar, style: str, overrides: Mapping[str, list], fail) -> list[list[tuple]]:

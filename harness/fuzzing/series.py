@@ -65,10 +65,6 @@ STATS_FILE = "stats.csv"
 WORKERS_FILE = "stats-workers.csv"
 DEFAULT_INTERVAL = 2.0
 
-#: Environment variables that tell a fuzz target process where its rows go.
-ENV_PATH = "LOOMFUZZ_STATS"
-ENV_INTERVAL = "LOOMFUZZ_STATS_INTERVAL"
-
 FINDING_COLUMNS = tuple(f"findings_{kind}" for kind in FINDING_KINDS)
 #: Values a fuzz target may provide with :meth:`WorkerSeries.set`.
 GAUGES = ("grammar_coverage", "restarts", "restart_reasons")
@@ -229,15 +225,12 @@ class WorkerSeries:
         self.closed = False
 
     @classmethod
-    def from_environment(cls, worker: str) -> Optional["WorkerSeries"]:
-        """The series ``loomfuzz fuzz`` asked for (``$LOOMFUZZ_STATS``), or None."""
-        path = os.environ.get(ENV_PATH)
+    def open(cls, path: Optional[str | os.PathLike], worker: str,
+             interval: float = DEFAULT_INTERVAL) -> Optional["WorkerSeries"]:
+        """The series ``loomfuzz fuzz`` asked for (``FuzzOptions.stats``), or None
+        when it asked for none or the file cannot be opened."""
         if not path:
             return None
-        try:
-            interval = float(os.environ.get(ENV_INTERVAL) or DEFAULT_INTERVAL)
-        except ValueError:
-            interval = DEFAULT_INTERVAL
         try:
             return cls(path, worker, max(interval, 0.05))
         except OSError:
@@ -420,11 +413,6 @@ class CampaignSeries:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
-
-    @property
-    def environment(self) -> dict[str, str]:
-        """What the fuzz target processes need to write their rows."""
-        return {ENV_PATH: str(self.workers_path.resolve()), ENV_INTERVAL: f"{self.interval:g}"}
 
     def restart_reasons(self) -> str:
         """The workers' restart reasons summed: ``crash:3 timeout:1``."""

@@ -47,6 +47,7 @@ import threading
 import time
 from typing import Callable, NoReturn, Optional, Sequence
 
+from harness.fuzzing.libfuzzer import flag_value
 from harness.run import lifetime
 
 __all__ = ["GRACE", "exit_if_stopping", "exit_stopped", "guard", "is_fork_parent"]
@@ -58,17 +59,9 @@ _summary: Callable[[], None] = lambda: None
 _children: Optional[lifetime.Lifeline] = None
 
 
-def _flag(flags: Sequence[str], name: str) -> Optional[str]:
-    value = None
-    for flag in flags:
-        if flag.startswith(f"-{name}="):
-            value = flag.split("=", 1)[1]
-    return value
-
-
 def is_fork_parent(flags: Sequence[str]) -> bool:
     """Whether these libFuzzer flags make a fork-mode parent (-fork=N / -jobs=N)."""
-    return any(_flag(flags, name) not in (None, "", "0") for name in ("fork", "jobs"))
+    return any(flag_value(flags, name) not in (None, "", "0") for name in ("fork", "jobs"))
 
 
 def _ignore(signum: int, frame) -> None:
@@ -113,7 +106,7 @@ def _guard_fork_parent(flags: Sequence[str], lifelines: Sequence[int]) -> None:
     # inheritable) and one of ours: if this process dies, they stop too.
     _children = lifetime.Lifeline()
     os.environ.update(_children.environment())
-    if _flag(flags, "handle_usr1") != "0":
+    if flag_value(flags, "handle_usr1") != "0":
         # At the campaign's end the kernel raises SIGUSR1, libFuzzer's
         # graceful-exit request: it ends a corpus merge between attempts (the
         # jobs end by themselves: their workers see the same end of file).

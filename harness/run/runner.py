@@ -458,7 +458,9 @@ def _find_loom_opt(loom_opt: str | None) -> str:
     raise TargetNotFound(LOOM_NOT_FOUND)
 
 
-def _find_mlir_opt() -> str:
+def _find_mlir_opt(mlir_opt: str | None = None) -> str:
+    if mlir_opt:
+        return explicit_binary(mlir_opt, "mlir-opt")
     env = os.environ.get("MLIR_OPT")
     if env:
         return explicit_binary(env, "MLIR_OPT")
@@ -476,6 +478,7 @@ def resolve_target(
     name: str = "loom-opt",
     *,
     loom_opt: str | None = None,
+    mlir_opt: str | None = None,
     pass_args: Sequence[str] | None = None,
     pipeline: str | None = None,
     timeout: float = 10.0,
@@ -489,7 +492,7 @@ def resolve_target(
     (default ``--loom-lower-for-to-graph``), replaced by ``pipeline`` when
     only that is given; canonical rendering.
 
-    ``mlir-opt``: ``$MLIR_OPT``, else ``mlir-opt-22`` or ``mlir-opt`` on PATH;
+    ``mlir-opt``: binary from ``mlir_opt``, else ``$MLIR_OPT``, else ``mlir-opt-22`` or ``mlir-opt`` on PATH;
     arguments ``pass_args`` (default ``--allow-unregistered-dialect``) plus
     ``pipeline`` (default ``DEFAULT_MLIR_PIPELINE``); oracle rendering.
 
@@ -512,7 +515,7 @@ def resolve_target(
         render = "canonical"
         builtin = "loom-opt"
     elif name == "mlir-opt":
-        binary = _find_mlir_opt()
+        binary = _find_mlir_opt(mlir_opt)
         args = tuple(pass_args) if pass_args is not None else MLIR_OPT_BASE_ARGS
         if pipeline is None:
             pipeline = DEFAULT_MLIR_PIPELINE

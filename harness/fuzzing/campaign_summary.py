@@ -1,0 +1,155 @@
+"""The summary ``loomfuzz fuzz`` prints at the end, and the figures behind it.
+
+:class:`CampaignResult` gathers what the campaign measured: libFuzzer's
+exit status, the corpus before and after, the findings
+(:mod:`harness.fuzzing.findings`), and the workers' totals, which come from
+their summary records (:mod:`harness.fuzzing.worker_summary`) summed by
+:func:`worker_totals`.  :func:`format_summary` is the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from harness.fuzzing.options import FuzzOptions, RunnerKind
+from harness.fuzzing.worker_summary import WorkerSummary
+
+__all__ = ["CampaignResult", "WorkerTotals", "corpus_grammar_coverage", "format_summary",
+           "worker_totals"]
+
+
+@dataclass(frozen=True)
+class WorkerTotals:
+    """The workers' summary records, summed (None: no worker reported the figure)."""
+
+    executions: Optional[int]
+    seconds: Optional[float]  # the one worker's own time (None with several)
+    edges: Optional[int]  # the most any worker saw
+    in_target: Optional[float]
+    restarts: Optional[int]
+    restart_reasons: str  # "crash: 3, timeout: 1"
+
+
+def worker_totals(records: Sequence[WorkerSummary]) -> WorkerTotals:
+    def known(values):
+        return [v for v in values if v is not None]
+
+    edges = known(r.edges for r in records)
+    in_target = known(r.in_target for r in records)
+    restarts = known(r.restarts for r in records)
+    reasons: dict[str, int] = {}
+    for record in records:
+        for reason, count in record.restart_reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + count
+    return WorkerTotals(
+        executions=sum(r.executions for r in records) if records else None,
+        seconds=records[0].seconds if len(records) == 1 else None,
+        edges=max(edges) if edges else None,
+        in_target=sum(in_target) if in_target else None,
+        restarts=sum(restarts) if restarts else None,
+        restart_reasons=", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())),
+    )
+
+
+@dataclass
+class CampaignResult:
+    returncode: int  # of the fuzz target process
+    executions: Optional[int]
+    seconds: float  # wall clock of the whole run
+    rate_seconds: Optional[float]  # the time the executions took, when known
+    corpus_before: int
+    corpus_after: int
+    findings: dict[str, list[dict]]  # kind -> sidecar records
+    orphans: list[str]  # crash files without a sidecar (errors of the harness itself)
+    interrupted: bool = False
+    edges: Optional[int] = None  # distinct AFL++ edges seen, with --coverage afl
+    in_target: Optional[float] = None  # seconds inside the runs (summed over workers)
+    restarts: Optional[int] = None  # persistent drivers restarted (summed over workers)
+    restart_reasons: str = ""
+    grammar_coverage: Optional[str] = None  # "grammar coverage: k=1 a/b, k=2 c/d" of the corpus after
+    stop_signal: Optional[int] = None  # the signal that stopped the campaign, if one did
+    workers: tuple[WorkerSummary, ...] = ()  # the workers' summary records
+
+    @property
+    def finding_count(self) -> int:
+        return sum(len(v) for v in self.findings.values())
+
+    @property
+    def exec_per_second(self) -> Optional[float]:
+        if self.executions is None:
+            return None
+        seconds = self.rate_seconds or self.seconds
+        return self.executions / seconds if seconds > 0 else None
+
+
+def corpus_grammar_coverage(options: FuzzOptions) -> Optional[str]:
+    """The k-path coverage of the corpus folder (``loomfuzz coverage``'s figure);
+    None for ``--self``, whose inputs are not programs of the grammar."""
+    if options.self_test or not options.corpus.is_dir():
+        return None
+    from harness.core.grammar import GrammarError, load
+    from harness.fuzzing.grammar_coverage import fuzz_corpus_coverage
+
+    grammar = str(options.grammar) if options.grammar else None
+    try:
+        return fuzz_corpus_coverage(options.corpus, load(grammar, options.profile)).summary()
+    except GrammarError:
+        return None
+
+
+def _throughput_lines(options: FuzzOptions, result: CampaignResult) -> list[str]:
+    """Where the time went: inside the target runs, outside them, restarts."""
+    lines = []
+    over = result.rate_seconds or result.seconds
+    if result.in_target is not None and options.jobs == 1 and over > 0:
+        outside = max(0.0, over - result.in_target)
+        lines.append(f"  time:        {result.in_target:.1f} s in the target, {outside:.1f} s outside "
+                     f"({100 * outside / over:.0f}%: mutation, decoding, rendering, judging, libFuzzer)")
+    elif result.in_target is not None:
+        lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
+    persistent = options.runner is RunnerKind.PERSISTENT
+    if persistent and result.restarts is None:
+        lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
+    elif persistent:
+        reasons = f" ({result.restart_reasons})" if result.restart_reasons else ""
+        lines.append(f"  persistent:  {result.restarts} driver restarts{reasons}")
+    return lines
+
+
+def format_summary(options: FuzzOptions, result: CampaignResult) -> str:
+    """The summary printed at the end of ``loomfuzz fuzz``."""
+    lines = ["loomfuzz fuzz: summary"]
+    if result.executions is None:
+        lines.append(f"  executions:  unknown (the run took {result.seconds:.1f} s)")
+    else:
+        rate = result.exec_per_second
+        over = result.rate_seconds or result.seconds
+        lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s)"
+                     if rate is not None else f"  executions:  {result.executions}")
+    lines.extend(_throughput_lines(options, result))
+    lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {options.corpus}")
+    if result.grammar_coverage is not None:
+        lines.append(f"  {result.grammar_coverage}")
+    if result.edges is not None:
+        per_worker = " (the most any worker saw)" if options.jobs > 1 else ""
+        lines.append(f"  coverage:    {result.edges} distinct AFL++ edges seen{per_worker}")
+    if result.findings:
+        kinds = ", ".join(f"{kind}: {len(records)}" for kind, records in sorted(result.findings.items()))
+        lines.append(f"  findings:    {result.finding_count} ({kinds}) in {options.artifacts}")
+        shown = 0
+        for kind, records in sorted(result.findings.items()):
+            for record in records:
+                if shown == 10:
+                    lines.append("               ...")
+                    break
+                lines.append(f"               {record.get('name')}: {record.get('why') or record.get('reason')}")
+                shown += 1
+    else:
+        lines.append("  findings:    none")
+    if result.orphans:
+        lines.append(
+            f"  harness errors: {len(result.orphans)} crash file(s) without a sidecar "
+            f"(an exception in loom-fuzz itself? see the output above): {', '.join(result.orphans[:5])}"
+        )
+    return "\n".join(lines)
