@@ -331,7 +331,7 @@ def _differential_runner(opts: dict, timeout: float):
 
     optimizer = Optimizer(opts.get("mlir-opt") or "mlir-opt-22",
                           opts.get("pipeline") or DEFAULT_MLIR_PIPELINE, timeout=timeout)
-    settings = oracle_settings(optimizer)
+    settings = oracle_settings(optimizer, runner=(opts.get("runner") or "process").lower())
     try:
         check_oracle(settings)
     except OracleError as error:
@@ -391,8 +391,6 @@ def main(argv: list[str]) -> None:
             )
     except (TargetNotFound, ExpectationsError) as error:
         fail(str(error), 1)
-    if oracle == "differential" and (opts.get("runner") or "process") != "process":
-        fail("--oracle differential runs programs through its own runner: no --runner")
     if oracle != "differential":
         # off P1-P24 (edge, break) only a clean outcome is owed: the robustness oracle
         target = with_robust_expectations(target, grammar, bool(opts.get("expectations")))
@@ -419,7 +417,7 @@ def main(argv: list[str]) -> None:
         fail(f"--runner takes process or persistent, not {runner_kind!r} (a fuzzer runs one "
              "program at a time)")
     persistent = None
-    if runner_kind == "persistent":
+    if runner_kind == "persistent" and oracle != "differential":  # differential: its executor
         persistent = _persistent_target(target, opts.get("restart-every"))
 
     bridge = None
