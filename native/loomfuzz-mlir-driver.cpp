@@ -8,6 +8,9 @@
 // --canonicalize, --loom-lower-for-to-graph, ...) plus:
 //   --allow-unregistered-dialect   as in mlir-opt
 //   --emit-output                  send the printed module back on success
+//   --exec                         execution mode: each program is a batch of
+//                                  exec modules, run before and after the
+//                                  pipeline in process (loomfuzz-exec.h)
 //
 // Protocol (all integers unsigned 32-bit little-endian; see native/README.md):
 //   driver -> harness, once after start-up:  "LFD1"
