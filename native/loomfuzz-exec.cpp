@@ -62,6 +62,7 @@ extern "C" void loomfuzzPrintNewline() {
 constexpr const char *kLowering =
     "arith-expand,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts";
 constexpr uint32_t kOptimizeHere = 0xFFFFFFFFu;
+constexpr uint32_t kSkipOriginal = 1u; // request flag: do not lower, compile or run the original
 
 // CPU seconds per stage since the driver started, when asked (--exec-timings):
 // where a batch's time goes, for benchmarks/bench_exec.py.
@@ -170,6 +171,7 @@ void putString(std::string &out, llvm::StringRef s) {
 
 struct Program {
   llvm::StringRef original;
+  bool runOriginal = true; // false: the harness knows its output (the interpreter's)
   bool optimizeHere = true;
   llvm::StringRef given; // the optimized text, when it came with the request
   loomfuzz::ExecStage stage = loomfuzz::ExecStage::Ok;
@@ -251,7 +253,8 @@ struct ExecService::Impl {
     std::string key = std::to_string(k);
     p.lowered = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
     mlir::SymbolTable table(*p.lowered);
-    absorb(*original, *p.lowered, table, "r" + key + "_");
+    if (p.runOriginal)
+      absorb(*original, *p.lowered, table, "r" + key + "_");
     absorb(*optimized, *p.lowered, table, "o" + key + "_");
     marker(k, "lower");
     std::string detail;
@@ -260,7 +263,7 @@ struct ExecService::Impl {
       p.lowered = nullptr;
       std::string ignored;
       mlir::OwningOpRef<mlir::ModuleOp> alone = parse(p.original, ignored);
-      bool originalLowers = alone && run(*lowering, *alone, ignored);
+      bool originalLowers = !p.runOriginal || (alone && run(*lowering, *alone, ignored));
       p.stage = originalLowers ? ExecStage::LowerOptimized : ExecStage::Lower;
       p.detail += detail;
     }
@@ -392,7 +395,8 @@ struct ExecService::Impl {
         p.detail += detail;
         // a batch: the harness asks again one by one; one program: whose is it?
         p.stage = live.size() > 1 ? ExecStage::JitBatch
-                                  : (compilesAlone(p.original) ? ExecStage::JitOptimized : ExecStage::Jit);
+                  : (!p.runOriginal || compilesAlone(p.original) ? ExecStage::JitOptimized
+                                                                 : ExecStage::Jit);
       }
       return;
     }
@@ -400,7 +404,7 @@ struct ExecService::Impl {
       Program &p = programs[k];
       std::string key = std::to_string(k);
       marker(static_cast<long>(k), "run");
-      if (!call(*engine, "r" + key + "_main", p.referenceOutput, p.detail)) {
+      if (p.runOriginal && !call(*engine, "r" + key + "_main", p.referenceOutput, p.detail)) {
         p.stage = ExecStage::Run;
         continue;
       }
@@ -437,6 +441,7 @@ bool ExecService::handle(llvm::StringRef request, std::string &response, std::st
   uint32_t count = in.u32();
   std::vector<Program> programs(in.ok ? count : 0);
   for (Program &p : programs) {
+    p.runOriginal = (in.u32() & kSkipOriginal) == 0;
     p.original = in.bytes(in.u32());
     uint32_t n = in.u32();
     p.optimizeHere = n == kOptimizeHere;

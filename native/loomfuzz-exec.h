@@ -11,7 +11,8 @@
 // main in turn and capture what it prints through our own printI64 /
 // printComma / printNewline.
 //
-// Request (u32 little-endian): count N, then N times: original length +
+// Request (u32 little-endian): count N, then N times: flags (bit 0: the
+// harness knows the original's output, do not execute it), original length +
 // bytes, optimized length + bytes (0xFFFFFFFF: optimize here with the
 // driver's pipeline).
 // Response: count N, then N times: stage (ExecStage), then four strings

@@ -70,7 +70,14 @@ def test_same_verdicts_in_process_and_by_process(executor):
     programs = _programs("wide", SIDE_BY_SIDE // 2, 5) + _programs("conventions", SIDE_BY_SIDE // 2, 5)
     texts = [exec_module(p) for p in programs]
     optimizer = Optimizer(pipeline=PIPELINE)
-    assert _judge(executor, texts, optimizer) == _judge(ProcessExecutor(Toolchain()), texts, optimizer)
+    verdicts = _judge(executor, texts, optimizer)
+    assert verdicts == _judge(ProcessExecutor(Toolchain()), texts, optimizer)
+    # a known reference (triage passes the interpreter's) is not executed again: same verdicts
+    known = [interpret_program(p) for p in programs]
+    assert executor.judge_many(texts, optimizer, known) == verdicts
+    wrong = known[:1] + [known[1].replace("\n", "\n", 1) + "1, 0\n"]
+    shifted = executor.judge_many(texts[:2], optimizer, wrong)
+    assert isinstance(shifted[0], Same) and isinstance(shifted[1], WrongCode)  # it compares with it
 
 
 def test_planted_wrong_rewrite_found_with_the_reference_in_process(executor, tmp_path):

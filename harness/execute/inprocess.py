@@ -59,6 +59,7 @@ __all__ = ["ExecDriver", "ExecResult", "InProcessExecutor", "in_process_optimize
 
 _U32 = struct.Struct("<I")
 OPTIMIZE_HERE = 0xFFFFFFFF
+SKIP_ORIGINAL = 1  # request flag: the original's output is known, it is not executed
 #: ExecStage of native/loomfuzz-exec.h, by number.
 STAGES = ("ok", "parse", "optimize", "reparse", "lower", "lower-optimized", "jit", "jit-optimized",
           "jit-batch", "run", "run-optimized")
@@ -84,11 +85,11 @@ class ExecResult:
         self.optimized_text = optimized_text
 
 
-def _request(items: Sequence[tuple[str, str | None]]) -> bytes:
+def _request(items: Sequence[tuple[str, str | None, bool]]) -> bytes:
     parts = [_U32.pack(len(items))]
-    for original, optimized in items:
+    for original, optimized, run_original in items:
         data = original.encode("utf-8")
-        parts += [_U32.pack(len(data)), data]
+        parts += [_U32.pack(0 if run_original else SKIP_ORIGINAL), _U32.pack(len(data)), data]
         if optimized is None:
             parts.append(_U32.pack(OPTIMIZE_HERE))
         else:
@@ -130,9 +131,10 @@ class ExecDriver(PersistentRunner):
                                           RESTART_EVERY,
                                           fork_server=True))
 
-    def execute(self, items: Sequence[tuple[str, str | None]]) -> list[ExecResult | None]:
-        """Each (exec text, optimized text or None: optimize here) answered; None for a
-        program the driver died or hung on (the caller judges it another way)."""
+    def execute(self, items: Sequence[tuple[str, str | None, bool]]) -> list[ExecResult | None]:
+        """Each (exec text, optimized text or None: optimize here, whether to execute the
+        original too) answered; None for a program the driver died or hung on (the caller
+        judges it another way)."""
         if not items:
             return []
         outcome = self.run(_request(items))
@@ -246,7 +248,9 @@ class InProcessExecutor:
             pass_args = ()
             optimized = list(optimize_all(optimizer, texts))
         live = [k for k in range(len(texts)) if not isinstance(optimized[k], TargetFailed)]
-        results = self._driver(pass_args).execute([(texts[k], optimized[k]) for k in live])
+        # a known reference (the interpreter's, in triage) is not executed again
+        results = self._driver(pass_args).execute(
+            [(texts[k], optimized[k], not isinstance(refs[k], str)) for k in live])
         answers = dict(zip(live, results))
         verdicts: list[Verdict] = []
         for k, text in enumerate(texts):
