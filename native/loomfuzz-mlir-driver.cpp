@@ -8,6 +8,9 @@
 // --canonicalize, --loom-lower-for-to-graph, ...) plus:
 //   --allow-unregistered-dialect   as in mlir-opt
 //   --emit-output                  send the printed module back on success
+//   --exec                         execution mode: each program is a batch of
+//                                  exec modules, run before and after the
+//                                  pipeline in process (loomfuzz-exec.h)
 //
 // Protocol (all integers unsigned 32-bit little-endian; see native/README.md):
 //   driver -> harness, once after start-up:  "LFD1"
@@ -44,6 +47,8 @@
 // manager (its passes and their initialisation) are kept, as a long-running
 // compiler service would keep them.  Multithreading is off (one program at a
 // time; the harness runs several drivers for parallelism).
+
+#include "loomfuzz-exec.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -103,6 +108,14 @@ llvm::cl::opt<bool> allowUnregisteredDialects(
 llvm::cl::opt<bool> emitOutput(
     "emit-output",
     llvm::cl::desc("Send the printed module back with each successful result"),
+    llvm::cl::init(false));
+llvm::cl::opt<bool> execMode(
+    "exec",
+    llvm::cl::desc("Execute exec modules before and after the pipeline (loomfuzz-exec.h)"),
+    llvm::cl::init(false));
+llvm::cl::opt<bool> execTimings(
+    "exec-timings",
+    llvm::cl::desc("With --exec: seconds per stage on stderr after each answer"),
     llvm::cl::init(false));
 llvm::cl::opt<bool> forkServer(
     "fork-server",
@@ -226,6 +239,8 @@ int main(int argc, char **argv) {
   dataflow::registerDataflowTransformsPasses();
 #endif
 
+  loomfuzz::prepareExec(registry); // cheap; only --exec uses it
+
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -271,6 +286,15 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  loomfuzz::reportExecTimings(execTimings);
+  loomfuzz::ExecService exec(context, [&]() -> mlir::PassManager * {
+    if (!pm || pmAnchor.getStringRef() != "builtin.module") {
+      pmAnchor = mlir::OperationName("builtin.module", &context);
+      pm = buildPassManager(pmAnchor);
+    }
+    return pm.get();
+  });
+
   if (forkServer) {
     serveForks(); // returns in a fresh worker
     std::string hello = "LFC1";
@@ -301,7 +325,11 @@ int main(int argc, char **argv) {
 
     std::string diagnostics, output;
     bool ok = false;
-    {
+    if (execMode) {
+      ok = exec.handle(program, output, diagnostics);
+      if (!ok)
+        diagnostics = "loomfuzz-mlir-driver: " + diagnostics + "\n";
+    } else {
       llvm::raw_string_ostream diagStream(diagnostics);
       auto sourceMgr = std::make_shared<llvm::SourceMgr>();
       sourceMgr->AddNewSourceBuffer(

@@ -429,7 +429,8 @@ def test_afl_instrumented_driver_clears_its_map(tmp_path):
     binary = tmp_path / "loomfuzz-mlir-driver-afl"
     proc = subprocess.run(
         [aflxx, "-std=c++17", "-O1", "-fno-rtti", "-I/usr/lib/llvm-22/include",
-         str(ROOT / "native" / "loomfuzz-mlir-driver.cpp"), "-o", str(binary),
+         str(ROOT / "native" / "loomfuzz-mlir-driver.cpp"), str(ROOT / "native" / "loomfuzz-exec.cpp"),
+         "-o", str(binary),
          "-L/usr/lib/llvm-22/lib", "-Wl,-rpath,/usr/lib/llvm-22/lib", "-lMLIR", "-lLLVM"],
         capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -191,7 +191,9 @@ def target_from_args(args: argparse.Namespace):
 
 RUNNER_HELP = ("how programs run: process (one target process each), batch (many per process "
                "through --split-input-file) or persistent (long-lived fork-server drivers, native/); "
-               "default: persistent where the target's driver is built, else batch")
+               "default: persistent where the target's driver is built, else batch; with --oracle "
+               "differential, persistent executes in the driver (its --exec mode: parse, optimize, "
+               "lower, JIT, run) and process or batch through mlir-opt-22 and mlir-runner-22 processes")
 
 
 def add_runner_argument(parser) -> None:
@@ -344,7 +346,8 @@ def oracle_from_args(args: argparse.Namespace):
                           timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
     toolchain = Toolchain(runner=args.reference_runner,
                           runtime_library=args.runtime_library or DEFAULT_RUNTIME)
-    settings = oracle_settings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24)
+    settings = oracle_settings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24,
+                               runner=getattr(args, "runner", None))
     check_oracle(settings)
     return settings
 

@@ -77,7 +77,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
                              "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
                              "default: persistent where the target's driver is built (and no "
-                             "--coverage), else process")
+                             "--coverage), else process; with --oracle differential: how programs "
+                             "are executed (persistent: in the driver's --exec mode)")
     parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
                         help="with --runner persistent: retire the driver's worker after N programs "
                              "(default 10000)")
@@ -230,9 +231,8 @@ def run(args: argparse.Namespace) -> int:
     target = None
     differential = args.oracle == "differential" and not args.self_test
     if differential:
-        oracle_from_args(args)  # unusable optimizer or toolchain: one line, exit 2 (harness.cli)
-        if args.runner == "persistent":
-            return _error("--oracle differential runs programs through its own runner: no --runner", 2)
+        settings = oracle_from_args(args)  # unusable optimizer, toolchain or driver: one line, exit 2
+        args.runner = settings.runner  # persistent (in process) where the driver is built
     if not args.self_test and not differential:
         target, status = _check_target(args)
         if status is not None:

@@ -33,7 +33,7 @@ from harness.execute.render_exec import ExecFunction, ExecLayout, layout_of
 from harness.execute.toolchain import ReferenceFailure, Toolchain
 
 __all__ = ["Difference", "Optimizer", "OptimizerError", "ReferenceFailed", "Same", "TargetFailed",
-           "Verdict", "WrongCode", "differences", "judge", "judge_many", "reference_outputs"]
+           "Verdict", "WrongCode", "differences", "judge", "judge_many", "optimize_all", "reference_outputs"]
 
 #: A module every pipeline accepts: the optimizer's pre-flight check.
 _PROBE = "module {\n  func.func @probe(%a: i32) -> i32 {\n    %b = arith.addi %a, %a : i32\n    return %b : i32\n  }\n}\n"
@@ -242,6 +242,16 @@ def _optimized(optimizer: Optimizer, text: str) -> str | TargetFailed:
     return run.stdout
 
 
+def optimize_all(optimizer: Optimizer, texts: Sequence[str]) -> list[str | TargetFailed]:
+    """Each text optimized, from one optimizer process (``--split-input-file``); one
+    process per text when the batch fails or cannot be split."""
+    batch = optimizer.optimize("// -----\n".join(texts), split=True)
+    chunks = batch.stdout.split("// -----\n") if batch.returncode == 0 else []
+    if len(chunks) == len(texts) and all(c.strip() for c in chunks):
+        return list(chunks)
+    return [_optimized(optimizer, text) for text in texts]
+
+
 def judge(exec_text: str, optimizer: Optimizer, toolchain: Toolchain | None = None,
           reference_output: str | None = None) -> Verdict:
     """One program's verdict.  ``reference_output``: the unoptimized module's output if
@@ -283,11 +293,7 @@ def judge_many(exec_texts: Sequence[str], optimizer: Optimizer, toolchain: Toolc
     texts = list(exec_texts)
     refs = list(references) if references is not None else reference_outputs(texts, toolchain)
     layouts = [layout_of(text) for text in texts]
-    batch = optimizer.optimize("// -----\n".join(texts), split=True)
-    chunks = batch.stdout.split("// -----\n") if batch.returncode == 0 else []
-    optimized: list[str | TargetFailed] = (
-        chunks if len(chunks) == len(texts) and all(c.strip() for c in chunks)
-        else [_optimized(optimizer, text) for text in texts])
+    optimized = optimize_all(optimizer, texts)
     live = [k for k in range(len(texts)) if isinstance(refs[k], str) and isinstance(optimized[k], str)]
     target_outputs: dict[int, str] = {}
     try:

@@ -3,12 +3,13 @@
 :class:`DifferentialRunner` is a :class:`harness.run.runners.Runner`: it takes
 programs in the canonical rendering, renders each for execution
 (:func:`harness.execute.render_exec.exec_module`) and judges them in batches
-with :func:`harness.execute.differential.judge_many` (one optimizer process
-with ``--split-input-file`` and one reference run per side for a whole
-batch).  Each program's :class:`OracleVerdict` is a runner verdict:
+through the settings' executor (:mod:`harness.execute.executors`,
+``--runner persistent|process``: in the persistent driver's ``--exec`` mode,
+or one optimizer process with ``--split-input-file`` and one reference run
+per side for a whole batch).  Each program's :class:`OracleVerdict` is a runner verdict:
 
 * ``wrong-code``: the optimized module prints other values; confirmed by a
-  judgement of the program alone (:func:`~harness.execute.differential.judge`);
+  judgement of the program alone (the executor's ``judge``);
 * ``reference-failure``: the trusted toolchain failed; never the target's;
 * ``crash`` / ``timeout`` / ``oom``: the optimizer failed; the program is run
   alone in a fresh process (:func:`harness.run.runner.run_program`) and judged
@@ -26,7 +27,9 @@ the sidecars ``NAME.exec.mlir`` and ``NAME.optimized.mlir``.
 
 from __future__ import annotations
 
+import atexit
 import shlex
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,20 +43,20 @@ from harness.execute.differential import (
     Same,
     TargetFailed,
     WrongCode,
-    judge,
-    judge_many,
 )
+from harness.execute.executors import Executor, default_executor_kind, make_executor
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
 from harness.execute.releases import for_release, major_version
 from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
+from harness.run.persistent import DriverError
 from harness.run.probe import PipelineRefused
 from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
 from harness.run.runners import Program, Result, Runner
 
 __all__ = ["ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
-           "check_oracle", "oracle_settings", "oracle_target", "verdict_record"]
+           "check_oracle", "close_executors", "oracle_settings", "oracle_target", "verdict_record"]
 
 ORACLES = ("crash", "differential")
 DEFAULT_BATCH = 24
@@ -73,11 +76,39 @@ class OracleSettings:
     batch_size: int = DEFAULT_BATCH
     #: the optimizer's LLVM major release (its ``--version``; None: unknown, taken as current)
     release: int | None = None
+    #: how programs are executed (harness.execute.executors): ``persistent`` (in process, the
+    #: driver's --exec mode) or ``process`` (mlir-opt-22 + mlir-runner-22 processes)
+    runner: str = "process"
+
+    def executor(self) -> Executor:
+        """The executor of :attr:`runner`, one per settings (its drivers live per thread until
+        :func:`close_executors` or the end of the process).  Raises ``DriverError``."""
+        with _EXECUTORS_LOCK:
+            executor = _EXECUTORS.get(self)
+            if executor is None:
+                executor = _EXECUTORS[self] = make_executor(self.runner, self.toolchain)
+            return executor
 
     def exec_text(self, canonical: str) -> str:
         """The exec rendering of a canonical program as this optimizer's release parses it
         (MLIR 15/16: without overflow flags, harness.execute.releases)."""
         return for_release(exec_module(canonical), self.release)
+
+
+_EXECUTORS: dict[OracleSettings, Executor] = {}
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def close_executors() -> None:
+    """Stop every executor's drivers (they also die with this process)."""
+    with _EXECUTORS_LOCK:
+        executors = list(_EXECUTORS.values())
+        _EXECUTORS.clear()
+    for executor in executors:
+        executor.close()
+
+
+atexit.register(close_executors)
 
 
 @dataclass(frozen=True)
@@ -109,10 +140,12 @@ def verdict_record(judgement) -> dict | None:
 
 
 def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
-                    batch_size: int = DEFAULT_BATCH) -> OracleSettings:
-    """The settings for ``optimizer``, its release read once from its ``--version``."""
+                    batch_size: int = DEFAULT_BATCH, runner: str | None = None) -> OracleSettings:
+    """The settings for ``optimizer``, its release read once from its ``--version``;
+    ``runner`` None: persistent where the driver is built (``batch``: the process path)."""
+    runner = "process" if runner == "batch" else runner or default_executor_kind()
     return OracleSettings(optimizer, toolchain or Toolchain(), batch_size,
-                          release=major_version(optimizer.binary))
+                          release=major_version(optimizer.binary), runner=runner)
 
 
 def oracle_target(optimizer: Optimizer, timeout: float) -> Target:
@@ -128,7 +161,8 @@ def check_oracle(settings: OracleSettings) -> None:
     try:
         settings.toolchain.check()
         settings.optimizer.check()
-    except (ToolchainError, OptimizerError) as error:
+        settings.executor()
+    except (ToolchainError, OptimizerError, DriverError) as error:
         raise OracleError(str(error)) from None
     printed = settings.optimizer.optimize(_PROBE).stdout
     problem = settings.toolchain.verify(printed) if printed.strip() else "it printed nothing"
@@ -156,6 +190,11 @@ class DifferentialRunner(Runner):
     def __init__(self, settings: OracleSettings, *, jobs: int = 1) -> None:
         super().__init__(oracle_target(settings.optimizer, settings.optimizer.timeout), jobs=jobs)
         self.settings = settings
+        self.executor = settings.executor()
+        #: target processes per judged batch: the optimizer, a lowering and a run per side;
+        #: in process, the optimizer and the reference are the driver (a process only when
+        #: the optimizer is another binary)
+        self._processes = 5 if self.executor.kind == "process" else 0
 
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
         window: list[Future] = []
@@ -197,8 +236,8 @@ class DifferentialRunner(Runner):
             else:
                 live.append((k, program, exec_text))
         if live:
-            verdicts = judge_many([e for _, _, e in live], self.settings.optimizer, self.settings.toolchain)
-            self._count(5)  # one optimizer process; a lowering and a run per side
+            verdicts = self.executor.judge_many([e for _, _, e in live], self.settings.optimizer)
+            self._count(self._processes)
             for (k, program, exec_text), verdict in zip(live, verdicts):
                 results[k] = self._judged(program, exec_text, verdict)
         return [results[k] for k in range(len(batch))]
@@ -220,8 +259,8 @@ class DifferentialRunner(Runner):
                 outcome, plain.expected, plain.finding, plain.why, plain.rule, plain.kind,
                 judgement=verdict, exec_text=exec_text), 2)
         if isinstance(verdict, WrongCode):  # confirmed alone: deterministic or not a finding
-            verdict = judge(exec_text, self.settings.optimizer, self.settings.toolchain)
-            self._count(5)  # the same, for this program alone
+            verdict = self.executor.judge(exec_text, self.settings.optimizer)
+            self._count(self._processes)  # the same, for this program alone
         optimized = verdict.optimized_text if isinstance(verdict, WrongCode) else ""
         outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, optimized, getattr(verdict, "stderr", ""),
                           0.0, "exit status 0")

@@ -263,6 +263,7 @@ class PersistentRunner:
         self.proc: Optional[subprocess.Popen] = None
         self.worker: Optional[int] = None  # the fork server's current worker (pid)
         self.history: list[str] = []  # programs sent to the current driver or worker, in order
+        self.last_output = b""  # the last answer's output, as the driver sent it
         self.answered = 0  # programs the current driver or worker answered
         self._stderr = None  # the driver's stderr: a temporary file
         self._buffer = b""
@@ -416,9 +417,11 @@ class PersistentRunner:
 
     # -- one program ----------------------------------------------------------
 
-    def run(self, text: str) -> Outcome:
+    def run(self, text: str | bytes) -> Outcome:
         """One program through the driver; the same ``Outcome`` kinds as
-        :func:`harness.run.runner.run_program`."""
+        :func:`harness.run.runner.run_program`.  ``text`` may be bytes (the
+        ``--exec`` mode's requests, harness.execute.inprocess); the answer's
+        output bytes, undecoded, are ``self.last_output``."""
         if self.proc is not None and self.answered >= self.target.restart_every:
             self.restart(f"every {self.target.restart_every}")
         if self.proc is None:
@@ -430,7 +433,7 @@ class PersistentRunner:
             self.history = []
             self.answered = 0
         process = self.target.process
-        data = text.encode("utf-8")
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
         offset = self._stderr_size()
         self.history.append(text)
         start = time.monotonic()
@@ -464,6 +467,7 @@ class PersistentRunner:
             self.restart("protocol error")
             raise
         duration = time.monotonic() - start
+        self.last_output = output
         self.answered += 1
         self.stats.programs += 1
         self.stats.seconds_in_target += duration

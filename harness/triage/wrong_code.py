@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.checker import check_text
-from harness.execute.differential import Verdict, WrongCode, judge
+from harness.execute.differential import Verdict, WrongCode
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
 from harness.execute.render_exec import ExecRenderError, _split_list
@@ -127,9 +127,10 @@ def verdict_of(text: str, settings: OracleSettings, pipeline: str, *, confirm: b
     except (InterpretError, ExecRenderError):
         return None
     optimizer = replace(settings.optimizer, pipeline=pipeline)
-    verdict = judge(exec_text, optimizer, settings.toolchain, reference_output=reference)
+    executor = settings.executor()
+    verdict = executor.judge(exec_text, optimizer, reference_output=reference)
     if confirm and isinstance(verdict, WrongCode):
-        confirmed = judge(exec_text, optimizer, settings.toolchain)
+        confirmed = executor.judge(exec_text, optimizer)
         verdict = confirmed if isinstance(confirmed, WrongCode) else verdict
     return verdict
 

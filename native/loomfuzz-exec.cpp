@@ -1,0 +1,480 @@
+// loomfuzz-exec: the driver's --exec mode; the protocol is in loomfuzz-exec.h
+// and native/README.md.
+
+#include "loomfuzz-exec.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Timer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <ctime>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+// What the executed code prints, per call of a main.  A runaway loop that
+// prints stops growing it at the cap (the harness's timeout ends the run).
+std::string capture;
+constexpr size_t kCaptureCap = 64u << 20;
+
+// The printers of libmlir_c_runner_utils.so (CRunnerUtils.cpp), into `capture`.
+extern "C" void loomfuzzPrintI64(int64_t value) {
+  if (capture.size() < kCaptureCap)
+    capture += std::to_string(value);
+}
+extern "C" void loomfuzzPrintComma() {
+  if (capture.size() < kCaptureCap)
+    capture += ", ";
+}
+extern "C" void loomfuzzPrintNewline() {
+  if (capture.size() < kCaptureCap)
+    capture += '\n';
+}
+
+// The reference lowering: harness.execute.toolchain.LOWERING, in this order
+// (added to a pass manager anchored on builtin.module: no anchor here).
+constexpr const char *kLowering =
+    "arith-expand,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts";
+constexpr uint32_t kOptimizeHere = 0xFFFFFFFFu;
+constexpr uint32_t kSkipOriginal = 1u; // request flag: do not lower, compile or run the original
+
+// CPU seconds per stage since the driver started, when asked (--exec-timings):
+// where a batch's time goes, for benchmarks/bench_exec.py.
+bool timings = false;
+std::map<std::string, double> secondsIn;
+std::string currentStage;
+double stageStart = 0;
+
+// CPU seconds of this process: on a loaded machine the wall clock says little.
+double cpuSeconds() {
+  timespec t;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+void account(const char *next) {
+  double now = cpuSeconds();
+  if (!currentStage.empty())
+    secondsIn[currentStage] += now - stageStart;
+  currentStage = next;
+  stageStart = now;
+}
+
+// Written straight to fd 2 (no buffering): it must be there when the process dies.
+void marker(long program, const char *stage) {
+  if (timings)
+    account(stage);
+  std::string line = "loomfuzz-exec: program " + std::to_string(program) + " stage " + stage + "\n";
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+// The one LLVM IR rewrite before codegen: an extractvalue of a value that an
+// insertvalue chain put there is that value (LLVM's FindInsertedValue), and
+// insertvalues left without a use go.  The lowering passes every memref as
+// such chains (its descriptor); FastISel, the codegen of -O0, does not select
+// insertvalue and hands the whole block to SelectionDAG, which costs most of
+// the time of a JIT.  No arithmetic is touched: nothing that an optimizer
+// under test could also get wrong.
+llvm::Error forwardInsertedValues(llvm::Module *module) {
+  for (llvm::Function &function : *module) {
+    for (llvm::BasicBlock &block : function) {
+      for (llvm::Instruction &inst : llvm::make_early_inc_range(block)) {
+        auto *extract = llvm::dyn_cast<llvm::ExtractValueInst>(&inst);
+        if (!extract)
+          continue;
+        if (llvm::Value *value =
+                llvm::FindInsertedValue(extract->getAggregateOperand(), extract->getIndices())) {
+          if (value == extract)
+            continue;
+          extract->replaceAllUsesWith(value);
+          extract->eraseFromParent();
+        }
+      }
+      // dead insertvalue chains, from their last link back
+      bool erased = true;
+      while (erased) {
+        erased = false;
+        for (llvm::Instruction &inst : llvm::make_early_inc_range(llvm::reverse(block))) {
+          if (llvm::isa<llvm::InsertValueInst>(inst) && inst.use_empty()) {
+            inst.eraseFromParent();
+            erased = true;
+          }
+        }
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+struct Reader {
+  llvm::StringRef data;
+  bool ok = true;
+  uint32_t u32() {
+    if (data.size() < 4) {
+      ok = false;
+      return 0;
+    }
+    auto b = reinterpret_cast<const unsigned char *>(data.data());
+    uint32_t v = uint32_t(b[0]) | (uint32_t(b[1]) << 8) | (uint32_t(b[2]) << 16) |
+                 (uint32_t(b[3]) << 24);
+    data = data.drop_front(4);
+    return v;
+  }
+  llvm::StringRef bytes(uint32_t n) {
+    if (data.size() < n) {
+      ok = false;
+      return {};
+    }
+    llvm::StringRef out = data.take_front(n);
+    data = data.drop_front(n);
+    return out;
+  }
+};
+
+void putU32(std::string &out, uint32_t v) {
+  char b[4] = {char(v & 0xff), char((v >> 8) & 0xff), char((v >> 16) & 0xff),
+               char((v >> 24) & 0xff)};
+  out.append(b, 4);
+}
+
+void putString(std::string &out, llvm::StringRef s) {
+  putU32(out, static_cast<uint32_t>(s.size()));
+  out.append(s.data(), s.size());
+}
+
+struct Program {
+  llvm::StringRef original;
+  bool runOriginal = true; // false: the harness knows its output (the interpreter's)
+  bool optimizeHere = true;
+  llvm::StringRef given; // the optimized text, when it came with the request
+  loomfuzz::ExecStage stage = loomfuzz::ExecStage::Ok;
+  std::string detail, referenceOutput, optimizedOutput, optimizedText;
+  mlir::OwningOpRef<mlir::ModuleOp> lowered; // both sides, until moved into the batch
+};
+
+} // namespace
+
+namespace loomfuzz {
+
+void reportExecTimings(bool on) { timings = on; }
+
+void prepareExec(mlir::DialectRegistry &registry) {
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::InitializeNativeTargetAsmParser();
+}
+
+struct ExecService::Impl {
+  mlir::MLIRContext &context;
+  std::function<mlir::PassManager *()> optimizer;
+  std::unique_ptr<mlir::PassManager> lowering;
+
+  // Parses `text` (diagnostics into `diagnostics`, the buffer named <stdin> as
+  // mlir-opt names what it reads).
+  mlir::OwningOpRef<mlir::ModuleOp> parse(llvm::StringRef text, std::string &diagnostics) {
+    llvm::raw_string_ostream stream(diagnostics);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "<stdin>"),
+                                 llvm::SMLoc());
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, stream);
+    mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
+    return mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
+  }
+
+  // Runs `pm` on `module` (diagnostics, locations of the buffer they came from).
+  bool run(mlir::PassManager &pm, mlir::ModuleOp module, std::string &diagnostics) {
+    llvm::raw_string_ostream stream(diagnostics);
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+      stream << diag.getLocation() << ": " << diag << "\n";
+      return mlir::success();
+    });
+    return mlir::succeeded(pm.run(module));
+  }
+
+  // Parse, optimize (or take the given text), reparse, lower: everything up to the JIT.
+  void prepare(long k, Program &p) {
+    marker(k, "parse");
+    mlir::OwningOpRef<mlir::ModuleOp> original = parse(p.original, p.detail);
+    if (!original) {
+      p.stage = ExecStage::Parse;
+      return;
+    }
+    if (p.optimizeHere) {
+      marker(k, "optimize");
+      mlir::PassManager *pm = optimizer();
+      mlir::OwningOpRef<mlir::ModuleOp> clone(original->clone());
+      if (!pm || !run(*pm, *clone, p.detail)) {
+        p.stage = ExecStage::Optimize;
+        return;
+      }
+      llvm::raw_string_ostream os(p.optimizedText);
+      clone->print(os);
+      os << '\n';
+    } else {
+      p.optimizedText = p.given.str();
+    }
+    // What a separate process would read: the printed text, parsed again.
+    marker(k, "reparse");
+    mlir::OwningOpRef<mlir::ModuleOp> optimized = parse(p.optimizedText, p.detail);
+    if (!optimized) {
+      p.stage = ExecStage::Reparse;
+      return;
+    }
+    // Both sides in one module (symbols r<k>_ and o<k>_), lowered in one run.
+    std::string key = std::to_string(k);
+    p.lowered = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+    mlir::SymbolTable table(*p.lowered);
+    if (p.runOriginal)
+      absorb(*original, *p.lowered, table, "r" + key + "_");
+    absorb(*optimized, *p.lowered, table, "o" + key + "_");
+    marker(k, "lower");
+    std::string detail;
+    if (!run(*lowering, *p.lowered, detail)) {
+      // whose?  The original alone says (rare: the reference lowering refuses little)
+      p.lowered = nullptr;
+      std::string ignored;
+      mlir::OwningOpRef<mlir::ModuleOp> alone = parse(p.original, ignored);
+      bool originalLowers = !p.runOriginal || (alone && run(*lowering, *alone, ignored));
+      p.stage = originalLowers ? ExecStage::LowerOptimized : ExecStage::Lower;
+      p.detail += detail;
+    }
+  }
+
+  // A function without a body (the printers): shared by every module of a batch.
+  static bool isDeclaration(mlir::Operation *op) {
+    auto function = llvm::dyn_cast<mlir::FunctionOpInterface>(op);
+    return function && function.isExternal();
+  }
+
+  // Moves a module's operations into `into`, every defined symbol renamed
+  // prefix + name (no prefix: kept); declarations are shared.
+  static void absorb(mlir::ModuleOp module, mlir::ModuleOp into, mlir::SymbolTable &target,
+                     const std::string &prefix) {
+    std::vector<mlir::Operation *> ops;
+    for (mlir::Operation &op : module.getBody()->getOperations())
+      ops.push_back(&op);
+    if (!prefix.empty()) {
+      mlir::SymbolTable table(module);
+      for (mlir::Operation *op : ops) {
+        auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
+        if (name && !isDeclaration(op))
+          (void)table.rename(op, prefix + name.getValue().str());
+      }
+    }
+    for (mlir::Operation *op : ops) {
+      auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
+      if (name && isDeclaration(op) && target.lookup(name.getValue())) {
+        op->erase();
+        continue;
+      }
+      op->remove();
+      into.getBody()->push_back(op);
+      if (name)
+        target.insert(op);
+    }
+  }
+
+  std::unique_ptr<mlir::ExecutionEngine> jit(mlir::ModuleOp module, std::string &detail) {
+    llvm::raw_string_ostream stream(detail);
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+      stream << diag.getLocation() << ": " << diag << "\n";
+      return mlir::success();
+    });
+    mlir::ExecutionEngineOptions options;
+    // -O0 as mlir-runner -O0 runs: no LLVM IR passes; codegen without
+    // optimisation (FastISel where it applies), much faster than the
+    // runner's default codegen level.
+    options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
+    options.enableObjectDump = false;
+    options.transformer = forwardInsertedValues;
+    options.enableGDBNotificationListener = false;
+    options.enablePerfNotificationListener = false;
+    // ... but MLIR 22's ExecutionEngine::create compiles with the target
+    // machine it is given (or a default one at CodeGenOptLevel::Default) and
+    // ignores jitCodeGenOptLevel: the level must be in the machine itself.
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder) {
+      stream << llvm::toString(builder.takeError()) << "\n";
+      return nullptr;
+    }
+    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
+    auto machine = builder->createTargetMachine();
+    if (!machine) {
+      stream << llvm::toString(machine.takeError()) << "\n";
+      return nullptr;
+    }
+    auto created = mlir::ExecutionEngine::create(module, options, std::move(*machine));
+    if (!created) {
+      stream << llvm::toString(created.takeError()) << "\n";
+      return nullptr;
+    }
+    std::unique_ptr<mlir::ExecutionEngine> engine = std::move(*created);
+    engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      auto add = [&](const char *name, void *address) {
+        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                               llvm::JITSymbolFlags::Exported};
+      };
+      add("printI64", reinterpret_cast<void *>(&loomfuzzPrintI64));
+      add("printComma", reinterpret_cast<void *>(&loomfuzzPrintComma));
+      add("printNewline", reinterpret_cast<void *>(&loomfuzzPrintNewline));
+      return map;
+    });
+    engine->initialize();
+    return engine;
+  }
+
+  // Calls `symbol` (a main); false with the reason if it cannot be called.
+  static bool call(mlir::ExecutionEngine &engine, const std::string &symbol, std::string &output,
+                   std::string &detail) {
+    capture.clear();
+    if (llvm::Error error = engine.invokePacked(symbol)) {
+      detail += llvm::toString(std::move(error)) + "\n";
+      return false;
+    }
+    output = std::move(capture);
+    capture.clear();
+    return true;
+  }
+
+  // Every prepared program of the batch in one engine: one translation and one
+  // codegen for all.  Only the mains are callable from outside (the engine
+  // wraps each callable function for invokePacked: the others need no wrapper).
+  void runBatch(std::vector<Program> &programs) {
+    std::vector<size_t> live;
+    for (size_t k = 0; k < programs.size(); ++k)
+      if (programs[k].stage == ExecStage::Ok)
+        live.push_back(k);
+    if (live.empty())
+      return;
+    mlir::OwningOpRef<mlir::ModuleOp> combined(
+        mlir::ModuleOp::create(mlir::UnknownLoc::get(&context)));
+    mlir::SymbolTable table(*combined);
+    for (size_t k : live) {
+      absorb(*programs[k].lowered, *combined, table, "");
+      programs[k].lowered = nullptr;
+    }
+    for (auto function : combined->getOps<mlir::LLVM::LLVMFuncOp>())
+      if (!function.isExternal() && !function.getSymName().ends_with("_main"))
+        function.setLinkage(mlir::LLVM::Linkage::Internal);
+    marker(live.size() == 1 ? static_cast<long>(live[0]) : -1, "jit");
+    std::string detail;
+    auto engine = jit(*combined, detail);
+    if (!engine) {
+      for (size_t k : live) {
+        Program &p = programs[k];
+        p.detail += detail;
+        // a batch: the harness asks again one by one; one program: whose is it?
+        p.stage = live.size() > 1 ? ExecStage::JitBatch
+                  : (!p.runOriginal || compilesAlone(p.original) ? ExecStage::JitOptimized
+                                                                 : ExecStage::Jit);
+      }
+      return;
+    }
+    for (size_t k : live) {
+      Program &p = programs[k];
+      std::string key = std::to_string(k);
+      marker(static_cast<long>(k), "run");
+      if (p.runOriginal && !call(*engine, "r" + key + "_main", p.referenceOutput, p.detail)) {
+        p.stage = ExecStage::Run;
+        continue;
+      }
+      marker(static_cast<long>(k), "run-optimized");
+      if (!call(*engine, "o" + key + "_main", p.optimizedOutput, p.detail))
+        p.stage = ExecStage::RunOptimized;
+    }
+  }
+
+  // Whether the original alone lowers and compiles (to tell whose a failure is).
+  bool compilesAlone(llvm::StringRef text) {
+    std::string ignored;
+    mlir::OwningOpRef<mlir::ModuleOp> alone = parse(text, ignored);
+    return alone && run(*lowering, *alone, ignored) && jit(*alone, ignored) != nullptr;
+  }
+};
+
+ExecService::ExecService(mlir::MLIRContext &context,
+                         std::function<mlir::PassManager *()> optimizer)
+    : impl(new Impl{context, std::move(optimizer), nullptr}) {
+  impl->lowering = std::make_unique<mlir::PassManager>(&context);
+  if (mlir::failed(mlir::parsePassPipeline(kLowering, *impl->lowering, llvm::errs())))
+    impl->lowering.reset(); // cannot happen with MLIR 22's passes; handle() says so
+}
+
+ExecService::~ExecService() = default;
+
+bool ExecService::handle(llvm::StringRef request, std::string &response, std::string &error) {
+  if (!impl->lowering) {
+    error = "the reference lowering pipeline does not parse";
+    return false;
+  }
+  Reader in{request};
+  uint32_t count = in.u32();
+  std::vector<Program> programs(in.ok ? count : 0);
+  for (Program &p : programs) {
+    p.runOriginal = (in.u32() & kSkipOriginal) == 0;
+    p.original = in.bytes(in.u32());
+    uint32_t n = in.u32();
+    p.optimizeHere = n == kOptimizeHere;
+    if (!p.optimizeHere)
+      p.given = in.bytes(n);
+  }
+  if (!in.ok || !in.data.empty()) {
+    error = "malformed --exec request (count, then length-prefixed texts)";
+    return false;
+  }
+  for (size_t k = 0; k < programs.size(); ++k)
+    impl->prepare(static_cast<long>(k), programs[k]);
+  impl->runBatch(programs);
+  marker(-1, "answer");
+  if (timings) {
+    std::string line = "loomfuzz-exec: cpu seconds";
+    for (auto &[stage, seconds] : secondsIn)
+      line += " " + stage + "=" + std::to_string(seconds);
+    line += "\n";
+    ssize_t ignored = ::write(2, line.data(), line.size());
+    (void)ignored;
+    llvm::TimerGroup::printAll(llvm::errs()); // with -time-passes: LLVM's codegen passes
+  }
+  response.clear();
+  putU32(response, count);
+  for (Program &p : programs) {
+    putU32(response, static_cast<uint32_t>(p.stage));
+    putString(response, p.detail);
+    putString(response, p.referenceOutput);
+    putString(response, p.optimizedOutput);
+    putString(response, p.optimizedText);
+  }
+  return true;
+}
+
+} // namespace loomfuzz
