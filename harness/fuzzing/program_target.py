@@ -319,7 +319,7 @@ def _differential_runner(options: FuzzOptions):
                           timeout=options.timeout)
     toolchain = Toolchain(runner=options.reference_runner or Toolchain.runner,
                           runtime_library=options.runtime_library or DEFAULT_RUNTIME)
-    settings = oracle_settings(optimizer, toolchain)
+    settings = oracle_settings(optimizer, toolchain, runner=options.runner.value)  # persistent: in process
     try:
         check_oracle(settings)
     except OracleError as error:
@@ -396,7 +396,7 @@ def main(argv: list[str]) -> None:
     fork_parent = stopping.is_fork_parent(flags)
 
     persistent = None
-    if options.runner is RunnerKind.PERSISTENT:
+    if options.runner is RunnerKind.PERSISTENT and not differential:  # differential: its executor
         persistent = _persistent_target(target, options.restart_every)
     bridge = None
     if options.coverage is not CoverageKind.NONE and not fork_parent:  # the parent runs no input
