@@ -59,12 +59,11 @@ OLD_RELAYS = ("TARGET", "LOOM_OPT", "PASS_ARGS", "PIPELINE", "EXPECTATIONS", "TI
 
 
 def everything_set(tmp_path: Path) -> FuzzOptions:
-    """Options with every field away from its default but ``runner`` (the
-    differential oracle has its own runner)."""
+    """Options with every field away from its default."""
     return FuzzOptions(
         grammar=tmp_path / "g.py", profile="break:P3", target="mlir-opt", binary="/usr/bin/true",
         pass_args=("--a", "--b=c d"), pipeline="builtin.module(cse)", expectations=tmp_path / "e.json",
-        timeout=2.5, memory_mb=0, runner=RunnerKind.PROCESS, restart_every=7,
+        timeout=2.5, memory_mb=0, runner=RunnerKind.PERSISTENT, restart_every=7,
         coverage=CoverageKind.AFL, grammar_features=FeatureMode.ON, oracle=OracleKind.DIFFERENTIAL,
         optimizer="opt", reference_runner="run", runtime_library="/lib/x.so",
         artifacts=tmp_path / "a", summary=tmp_path / "a" / "s.jsonl",

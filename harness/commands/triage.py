@@ -137,12 +137,10 @@ def _oracle_run(args: argparse.Namespace, triage, describe) -> int:
     return 0
 
 
-def _run_wrong_code(args: argparse.Namespace, findings, grammar) -> int:
+def _run_wrong_code(args: argparse.Namespace, settings, findings, grammar) -> int:
     """``--oracle differential``: the differential findings (harness.triage.wrong_code_triage)."""
-    from harness.commands import oracle_from_args
     from harness.triage.wrong_code_triage import run_wrong_code_triage
 
-    settings = oracle_from_args(args)  # unusable: one line, exit 2 (harness.cli)
     config = _oracle_config(args, findings, grammar)
 
     def describe(b) -> str:
@@ -205,9 +203,12 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
                   "divergence: triage them apart, naming their files", file=sys.stderr)
         return _run_divergence(args, divergences, grammar, inputs)
     if args.oracle == "differential":
+        from harness.commands import oracle_from_args
+
+        settings = oracle_from_args(args)  # unusable, even with nothing to triage: one line, exit 2
         if not wrong_code:
             return _error("no wrong-code finding in " + ", ".join(inputs))
-        return _run_wrong_code(args, wrong_code, grammar)
+        return _run_wrong_code(args, settings, wrong_code, grammar)
     try:
         target = target_for_grammar(args, grammar)
         probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2

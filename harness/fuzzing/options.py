@@ -134,9 +134,6 @@ class FuzzOptions:
             raise ValueError(f"restart_every must be at least 1, not {self.restart_every}")
         if self.jobs < 1:
             raise ValueError(f"jobs must be at least 1, not {self.jobs}")
-        if self.oracle is OracleKind.DIFFERENTIAL and self.runner is not RunnerKind.PROCESS:
-            raise ValueError("the differential oracle runs programs through its own runner: "
-                             "runner must be process")
 
     @property
     def fork(self) -> bool:
