@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,27 @@ def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, t
     rows = (artifacts / "stats.csv").read_text().splitlines()
     header, last = rows[0].split(","), rows[-1].split(",")
     assert int(last[header.index("findings_wrong-code")]) == kinds.count("wrong-code")
+
+
+def test_a_differential_fuzz_campaign_stops_at_its_time_limit_within_the_seed_corpus(tmp_path):
+    """libFuzzer reads -max_total_time only after running every seed; the differential oracle
+    judges a few programs a second, so 100 seeds outlast ``--time 3`` and loomfuzz itself must
+    stop the campaign (it ran for minutes over its 1,369 seeds before): exit 0, a summary that
+    says so, executions fewer than the seeds."""
+    from harness.core.codec import encode, nonempty
+    from harness.core.grammar import load
+    from harness.core.walk import random_trees
+
+    grammar = load(profile="wide")
+    corpus, artifacts = tmp_path / "c", tmp_path / "a"
+    corpus.mkdir()
+    for n, tree in zip(range(100), random_trees(grammar, 5)):
+        (corpus / f"seed-{n:03d}").write_bytes(nonempty(encode(tree, grammar), tree, grammar))
+    done = loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential", "--pipeline", PIPELINE,
+                    "--corpus", str(corpus), "--artifacts", str(artifacts), "--time", "3",
+                    "--seed", "1", cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "stopped:     at --time 3 by loomfuzz" in done.stdout, done.stdout
+    executions, seconds = re.search(r"executions:\s+(\d+) \([\d.]+/s over ([\d.]+) s\)", done.stdout).groups()
+    assert 0 < int(executions) < 100 and float(seconds) < 10, done.stdout
+    assert "corpus:      100 -> 100 files" in done.stdout

@@ -242,7 +242,8 @@ def run(args: argparse.Namespace) -> int:
         return 128 + (result.stop_signal or 2)
     if result.finding_count:
         return 1
-    if result.orphans or result.returncode != 0:
+    # stopped at --time by loomfuzz: libFuzzer's interrupt status, not a failure
+    if result.orphans or (result.returncode != 0 and not result.deadline):
         return _error(f"the fuzz target exited with status {result.returncode} without a finding "
                       "(see its output above)", 2)
     return 0

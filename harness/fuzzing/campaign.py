@@ -24,7 +24,11 @@ streams libFuzzer's output, and prints a summary at the end.  It
   (``harness.fuzzing.series``), and shows it as a live status line
   (``harness.fuzzing.status``).
 * stops the whole campaign on SIGINT/SIGTERM/SIGHUP, and lets none of it
-  outlive ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`).
+  outlive ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`);
+* stops it itself :data:`DEADLINE_SLACK` seconds after ``--time`` when
+  libFuzzer has not: libFuzzer reads ``-max_total_time`` only in its main
+  loop, after it has run every seed, and a slow oracle (``--oracle
+  differential``, a few programs per second) takes minutes over a seeded corpus.
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
@@ -42,6 +46,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +111,10 @@ _DONE = re.compile(r"^Done (\d+) (?:runs )?in (\d+) second")
 _STAT_RUNS = re.compile(r"^stat::number_of_executed_units: (\d+)")
 
 LIBFUZZER_INTERRUPTED = 72  # libFuzzer's -interrupt_exitcode default
+#: Seconds past ``--time`` before the campaign stops a fuzz target that has not
+#: ended by itself (libFuzzer ends within one input of the limit when it is in
+#: its main loop; it is not while it still runs the seed corpus).
+DEADLINE_SLACK = 2.0
 
 
 class CampaignError(Exception):
@@ -402,6 +411,7 @@ class CampaignResult:
     restart_reasons: str = ""
     grammar_coverage: Optional[str] = None  # "grammar coverage: k=1 a/b, k=2 c/d" of the corpus after
     stop_signal: Optional[int] = None  # the signal that stopped the campaign, if one did
+    deadline: bool = False  # loomfuzz stopped it at --time (libFuzzer had not)
 
     @property
     def finding_count(self) -> int:
@@ -614,6 +624,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
             series.finish()
             raise
         series.start()
+        deadline = _Deadline(supervisor, config.time)
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
@@ -622,10 +633,11 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
             except (BrokenPipeError, ValueError):  # nobody reads our output any more
                 pass
             progress.feed(line.rstrip("\n"))
+        deadline.cancel()
     interrupted = supervisor.signum is not None
     series.stop()  # before the end time is taken: no periodic row may come after the last one
     seconds = time.monotonic() - start
-    if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
+    if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130) and not deadline.fired:
         interrupted = True
     executions, rate_seconds = progress.executions()
     counted = series.worker_executions()
@@ -667,6 +679,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         interrupted=interrupted,
         grammar_coverage=_corpus_grammar_coverage(config),
         stop_signal=supervisor.signum,
+        deadline=deadline.fired and supervisor.signum is None,
     )
     series.finish(
         executions=result.executions, corpus=result.corpus_after, edges=result.edges,
@@ -674,6 +687,28 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
     )
     display.close()
     return result
+
+
+class _Deadline:
+    """Stops the campaign through its supervisor (as a stop signal would, but
+    not counted as one) :data:`DEADLINE_SLACK` seconds after ``seconds``."""
+
+    def __init__(self, supervisor, seconds: Optional[float]) -> None:
+        self.fired = False
+        self._supervisor = supervisor
+        self._timer: Optional[threading.Timer] = None
+        if seconds is not None:
+            self._timer = threading.Timer(seconds + DEADLINE_SLACK, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._supervisor.stop()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _corpus_grammar_coverage(config: CampaignConfig) -> Optional[str]:
@@ -721,6 +756,9 @@ def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
                      if rate is not None else f"  executions:  {result.executions}")
     lines.extend(_throughput_lines(config, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
+    if result.deadline:
+        lines.append(f"  stopped:     at --time {config.time} by loomfuzz (libFuzzer had not stopped: "
+                     "it reads its time limit only after running the seed corpus)")
     if result.grammar_coverage is not None:
         lines.append(f"  {result.grammar_coverage}")
     if result.edges is not None:
