@@ -115,7 +115,7 @@ from harness.core.grammar import GrammarError
 from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing.series import WorkerSeries
-from harness.run.expectations import DEFAULT_RULE, ExpectationsError
+from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
 from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target
 from harness.run.runners import Program
@@ -336,7 +336,9 @@ def _differential_runner(opts: dict, timeout: float):
         check_oracle(settings)
     except OracleError as error:
         fail(str(error))
-    return DifferentialRunner(settings)
+    # --expectations judge the optimizer's failures (e.g. a known upstream one: no finding)
+    path = opts.get("expectations")
+    return DifferentialRunner(settings, expectations=load_expectations(path) if path else None)
 
 
 def _worker_name(flags: list[str]) -> str:

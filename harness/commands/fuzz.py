@@ -123,6 +123,13 @@ def run(args: argparse.Namespace) -> int:
         oracle_from_args(args)  # unusable optimizer or toolchain: one line, exit 2 (harness.cli)
         if args.runner == "persistent":
             return _error("--oracle differential runs programs through its own runner: no --runner", 2)
+        if args.expectations:  # they judge the optimizer's failures (the fuzz target loads them)
+            from harness.run.expectations import ExpectationsError, load_expectations
+
+            try:
+                load_expectations(args.expectations)
+            except ExpectationsError as error:
+                return _error(str(error))
     if not args.self_test and not differential:
         try:
             target = target_from_args(args)

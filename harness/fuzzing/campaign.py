@@ -504,10 +504,24 @@ def finding_kind(record: Mapping) -> str:
     return str(record.get("finding_kind") or record.get("outcome") or "unknown")
 
 
-def _sidecars(artifacts: Path) -> set[str]:
+def _sidecars(artifacts: Path) -> dict[str, int]:
+    """Sidecar name -> modification time (ns)."""
     if not artifacts.is_dir():
-        return set()
-    return {p.name for p in artifacts.iterdir() if p.suffix == ".json" and not p.name.startswith(".")}
+        return {}
+    out = {}
+    for p in artifacts.iterdir():
+        if p.suffix == ".json" and not p.name.startswith("."):
+            try:
+                out[p.name] = p.stat().st_mtime_ns
+            except OSError:
+                continue  # removed meanwhile
+    return out
+
+
+def _written_since(artifacts: Path, before: Mapping[str, int]) -> set[str]:
+    """The sidecars written since ``before``: new ones, and those of findings found again
+    (same input, same name: the fuzz target rewrote the sidecar)."""
+    return {name for name, mtime in _sidecars(artifacts).items() if before.get(name) != mtime}
 
 
 def _crash_files(artifacts: Path) -> set[str]:
@@ -522,13 +536,13 @@ def _crash_files(artifacts: Path) -> set[str]:
 class _FindingCounter:
     """Findings by kind from the sidecars new since the campaign started (each read once)."""
 
-    def __init__(self, artifacts: Path, before: set[str]) -> None:
+    def __init__(self, artifacts: Path, before: Mapping[str, int]) -> None:
         self.artifacts = artifacts
         self.before = before
         self.kinds: dict[str, str] = {}  # sidecar name -> kind
 
     def counts(self) -> dict[str, int]:
-        for name in sorted(_sidecars(self.artifacts) - self.before - set(self.kinds)):
+        for name in sorted(_written_since(self.artifacts, self.before) - set(self.kinds)):
             try:
                 record = json.loads((self.artifacts / name).read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -652,7 +666,7 @@ def run_campaign(config: CampaignConfig, script: Path, out: TextIO = sys.stderr)
         # fork mode: libFuzzer does not count the jobs still running when it stops
         executions, rate_seconds = counted, None
     findings: dict[str, list[dict]] = {}
-    new_sidecars = sorted(_sidecars(config.artifacts) - sidecars_before)
+    new_sidecars = sorted(_written_since(config.artifacts, sidecars_before))
     for name in new_sidecars:
         try:
             record = json.loads((config.artifacts / name).read_text(encoding="utf-8"))
