@@ -24,7 +24,7 @@ then; loomfuzz's own seeding covers every k-path feature of the grammar
 (about 1,400 wide programs, several minutes at the oracle's few programs a
 second), so a short campaign would only replay seeds.  Each campaign's corpus
 is therefore seeded here with --seeds N programs drawn from its own grammar
-(PCFG draws, seed 0; --seeds 0: loomfuzz's own seeding).
+(PCFG draws, seed 0; default 24, --quick 8; --seeds 0: loomfuzz's own seeding).
 
 A finding ends a libFuzzer process; the campaign is then resumed on the same
 corpus and artifacts for the time left (the executions add up).  mlir-opt-22's
@@ -229,8 +229,10 @@ def main() -> int:
     parser.add_argument("--before", metavar="REV",
                         help="the revision whose grammars/wide.py is 'before' (default: the parent of "
                              "the first commit that adds divsi to it)")
-    parser.add_argument("--seeds", type=int, default=24,
-                        help="programs seeded into each corpus (default 24; 0: loomfuzz's own seeding)")
+    parser.add_argument("--seeds", type=int,
+                        help="programs seeded into each corpus (default 24, --quick 8: at a loaded "
+                             "machine's 1 program/s more would outlast the campaign; 0: loomfuzz's "
+                             "own seeding)")
     parser.add_argument("--mlir-opt", default="mlir-opt-22", help="the optimizer (default mlir-opt-22)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a new temporary folder)")
     parser.add_argument("--seed", type=int, default=1, help="libFuzzer's seed (default 1)")
@@ -242,6 +244,8 @@ def main() -> int:
     args = parser.parse_args()
     seconds = round(args.minutes * 60) if args.minutes is not None else (25 if args.quick else 180)
     pipelines = args.pipeline or list(PIPELINES)
+    if args.seeds is None:
+        args.seeds = 8 if args.quick else 24
     revision = before_revision(args.before)
     work = args.dir.resolve() if args.dir else Path(tempfile.mkdtemp(prefix="loomfuzz-bench-diff-"))
     work.mkdir(parents=True, exist_ok=True)
