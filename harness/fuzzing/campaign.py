@@ -27,8 +27,9 @@ streams libFuzzer's output, and prints a summary at the end.  It
   outlive ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`);
 * stops it itself :data:`DEADLINE_SLACK` seconds after ``--time`` when
   libFuzzer has not: libFuzzer reads ``-max_total_time`` only in its main
-  loop, after it has run every seed, and a slow oracle (``--oracle
-  differential``, a few programs per second) takes minutes over a seeded corpus.
+  loop, after it has run every seed, and then between rounds of up to five
+  mutations; a slow oracle (``--oracle differential``, a few programs per
+  second) takes minutes over a seeded corpus and seconds over a round.
 
 The helpers the fuzz target scripts share (splitting our ``--options`` from
 libFuzzer's ``-flags``, defaults for libFuzzer flags) live here too; this
@@ -112,8 +113,7 @@ _STAT_RUNS = re.compile(r"^stat::number_of_executed_units: (\d+)")
 
 LIBFUZZER_INTERRUPTED = 72  # libFuzzer's -interrupt_exitcode default
 #: Seconds past ``--time`` before the campaign stops a fuzz target that has not
-#: ended by itself (libFuzzer ends within one input of the limit when it is in
-#: its main loop; it is not while it still runs the seed corpus).
+#: ended by itself (the run in progress is dropped).
 DEADLINE_SLACK = 2.0
 
 
@@ -771,8 +771,8 @@ def format_summary(config: CampaignConfig, result: CampaignResult) -> str:
     lines.extend(_throughput_lines(config, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {config.corpus}")
     if result.deadline:
-        lines.append(f"  stopped:     at --time {config.time} by loomfuzz (libFuzzer had not stopped: "
-                     "it reads its time limit only after running the seed corpus)")
+        lines.append(f"  stopped:     at --time {config.time} by loomfuzz (libFuzzer reads its limit "
+                     "only between rounds of mutations, and not while it runs the seed corpus)")
     if result.grammar_coverage is not None:
         lines.append(f"  {result.grammar_coverage}")
     if result.edges is not None:
