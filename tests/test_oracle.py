@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,66 @@ def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, t
     rows = (artifacts / "stats.csv").read_text().splitlines()
     header, last = rows[0].split(","), rows[-1].split(",")
     assert int(last[header.index("findings_wrong-code")]) == kinds.count("wrong-code")
+
+
+def test_a_differential_fuzz_campaign_stops_at_its_time_limit_within_the_seed_corpus(tmp_path):
+    """libFuzzer reads -max_total_time only after running every seed; the differential oracle
+    judges a few programs a second, so 100 seeds outlast ``--time 3`` and loomfuzz itself must
+    stop the campaign (it ran for minutes over its 1,369 seeds before): exit 0, a summary that
+    says so, executions fewer than the seeds."""
+    from harness.core.codec import encode, nonempty
+    from harness.core.grammar import load
+    from harness.core.walk import random_trees
+
+    grammar = load(profile="wide")
+    corpus, artifacts = tmp_path / "c", tmp_path / "a"
+    corpus.mkdir()
+    for n, tree in zip(range(100), random_trees(grammar, 5)):
+        (corpus / f"seed-{n:03d}").write_bytes(nonempty(encode(tree, grammar), tree, grammar))
+    done = loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential", "--pipeline", PIPELINE,
+                    "--corpus", str(corpus), "--artifacts", str(artifacts), "--time", "3",
+                    "--seed", "1", cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "stopped:     at --time 3 by loomfuzz" in done.stdout, done.stdout
+    executions, seconds = re.search(r"executions:\s+(\d+) \([\d.]+/s over ([\d.]+) s\)", done.stdout).groups()
+    assert 0 < int(executions) < 100 and float(seconds) < 10, done.stdout
+    assert "corpus:      100 -> 100 files" in done.stdout
+
+
+def test_a_known_upstream_failure_found_again_and_declared_in_expectations(tmp_path):
+    """mlir-opt-22's remove-dead-values leaves a call without its operand (``null operand
+    found``, llvm/llvm-project#82788) on the exec rendering of nearly every program, the empty
+    input libFuzzer runs first among them.  Found again into the same artifacts folder it is
+    still a finding (the campaign said "exited with status 77 without a finding" before);
+    declared in ``--expectations`` it is none, and the campaign runs on."""
+    from harness.core.codec import encode, nonempty
+    from harness.core.grammar import load
+    from harness.core.walk import random_trees
+
+    grammar = load(profile="wide")
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    for n, tree in zip(range(4), random_trees(grammar, 5)):
+        (corpus / f"seed-{n}").write_bytes(nonempty(encode(tree, grammar), tree, grammar))
+
+    def fuzz(artifacts: Path, *extra: str) -> subprocess.CompletedProcess:
+        return loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential",
+                        "--pipeline", "builtin.module(remove-dead-values)", "--corpus", str(corpus),
+                        "--artifacts", str(artifacts), "--runs", "8", "--seed", "1", *extra, cwd=ROOT)
+
+    for attempt in (1, 2):
+        done = fuzz(tmp_path / "a")
+        assert done.returncode == 1, (attempt, done.stdout[-2000:] + done.stderr[-2000:])
+        assert "findings:    1 (unexpected-rejection: 1)" in done.stdout, (attempt, done.stdout)
+        record = json.loads(next((tmp_path / "a").glob("crash-*.json")).read_text())
+        assert "null operand found" in record["reason"] and record["oracle"]["kind"] == "target-failure"
+    known = tmp_path / "known.json"
+    known.write_text(json.dumps({"rules": [{"name": "llvm-82788", "expect": "either",
+                                            "stderr": "null operand found"}]}))
+    done = fuzz(tmp_path / "b", "--expectations", str(known))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "findings:    none" in done.stdout and re.search(r"executions:\s+(\d+)", done.stdout)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    done = fuzz(tmp_path / "c2", "--expectations", str(bad))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "bad.json" in done.stderr, done.stderr

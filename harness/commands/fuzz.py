@@ -233,6 +233,13 @@ def run(args: argparse.Namespace) -> int:
     if differential:
         settings = oracle_from_args(args)  # unusable optimizer, toolchain or driver: one line, exit 2
         args.runner = settings.runner  # persistent (in process) where the driver is built
+        if args.expectations:  # they judge the optimizer's failures (the fuzz target loads them)
+            from harness.run.expectations import ExpectationsError, load_expectations
+
+            try:
+                load_expectations(args.expectations)
+            except ExpectationsError as error:
+                return _error(str(error))
     if not args.self_test and not differential:
         target, status = _check_target(args)
         if status is not None:
@@ -272,7 +279,8 @@ def run(args: argparse.Namespace) -> int:
         return 128 + (result.stop_signal or 2)
     if result.finding_count:
         return 1
-    if result.orphans or result.returncode != 0:
+    # stopped at --time by loomfuzz: libFuzzer's interrupt status, not a failure
+    if result.orphans or (result.returncode != 0 and not result.deadline):
         return _error(f"the fuzz target exited with status {result.returncode} without a finding "
                       "(see its output above)", 2)
     return 0

@@ -51,6 +51,7 @@ from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
 from harness.run.persistent import DriverError
+from harness.run.expectations import Expectations
 from harness.run.probe import PipelineRefused
 from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
 from harness.run.runners import Program, Result, Runner
@@ -148,11 +149,13 @@ def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
                           release=major_version(optimizer.binary), runner=runner)
 
 
-def oracle_target(optimizer: Optimizer, timeout: float) -> Target:
+def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectations | None = None) -> Target:
     """The optimizer as a runner target: the programs it is given are canonical (the
-    runner renders them for execution), its command line is the optimizer's."""
+    runner renders them for execution), its command line is the optimizer's.
+    ``expectations`` judge the optimizer's failures (None: every exec program is accepted);
+    a known upstream failure declared there is no finding."""
     return Target(name="differential", argv=tuple(optimizer.argv()), render="canonical",
-                  timeout=timeout, memory_mb=None)
+                  timeout=timeout, memory_mb=None, expectations=expectations)
 
 
 def check_oracle(settings: OracleSettings) -> None:
@@ -187,8 +190,10 @@ class DifferentialRunner(Runner):
 
     kind = "differential"
 
-    def __init__(self, settings: OracleSettings, *, jobs: int = 1) -> None:
-        super().__init__(oracle_target(settings.optimizer, settings.optimizer.timeout), jobs=jobs)
+    def __init__(self, settings: OracleSettings, *, jobs: int = 1,
+                 expectations: Expectations | None = None) -> None:
+        super().__init__(oracle_target(settings.optimizer, settings.optimizer.timeout, expectations),
+                         jobs=jobs)
         self.settings = settings
         self.executor = settings.executor()
         #: target processes per judged batch: the optimizer, a lowering and a run per side;

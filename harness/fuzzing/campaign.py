@@ -20,7 +20,12 @@ streams libFuzzer's output, and prints a summary at the end.  The flow is
   (:mod:`harness.fuzzing.worker_summary`), and the final summary
   (:mod:`harness.fuzzing.campaign_summary`);
 * stopping the whole campaign on SIGINT/SIGTERM/SIGHUP, with nothing of it
-  outliving ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`).
+  outliving ``loomfuzz`` (:mod:`harness.fuzzing.supervisor`);
+* stopping it itself :data:`DEADLINE_SLACK` seconds after ``--time`` when
+  libFuzzer has not: libFuzzer reads ``-max_total_time`` only in its main
+  loop, after it has run every seed, and then between rounds of up to five
+  mutations; a slow oracle (``--oracle differential``, a few programs per
+  second) takes minutes over a seeded corpus and seconds over a round.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Optional, TextIO
 
 from harness.fuzzing.campaign_summary import CampaignResult, corpus_grammar_coverage, worker_totals
 from harness.fuzzing.corpus import count_files
@@ -42,7 +48,11 @@ from harness.fuzzing.supervisor import Supervisor
 from harness.fuzzing.worker_summary import read_summaries
 from harness.run.atomic import remove_partials
 
-__all__ = ["run_campaign"]
+__all__ = ["DEADLINE_SLACK", "run_campaign"]
+
+#: Seconds past ``--time`` before the campaign stops a fuzz target that has not
+#: ended by itself (the run in progress is dropped).
+DEADLINE_SLACK = 2.0
 
 
 def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -> CampaignResult:
@@ -87,6 +97,7 @@ def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -
             series.finish()
             raise
         series.start()
+        deadline = _Deadline(supervisor, options.time)
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.decode("utf-8", errors="replace")
@@ -95,10 +106,11 @@ def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -
             except (BrokenPipeError, ValueError):  # nobody reads our output any more
                 pass
             progress.feed(line.rstrip("\n"))
+        deadline.cancel()
     interrupted = supervisor.signum is not None
     series.stop()  # before the end time is taken: no periodic row may come after the last one
     seconds = time.monotonic() - start
-    if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130):
+    if proc.returncode in (LIBFUZZER_INTERRUPTED, -signal.SIGINT, 130) and not deadline.fired:
         interrupted = True
     records = read_summaries(options.summary)
     totals = worker_totals(records)
@@ -134,6 +146,7 @@ def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -
         interrupted=interrupted,
         grammar_coverage=corpus_grammar_coverage(options),
         stop_signal=supervisor.signum,
+        deadline=deadline.fired and supervisor.signum is None,
         workers=tuple(records),
     )
     series.finish(
@@ -142,3 +155,25 @@ def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -
     )
     display.close()
     return result
+
+
+class _Deadline:
+    """Stops the campaign through its supervisor (as a stop signal would, but
+    not counted as one) :data:`DEADLINE_SLACK` seconds after ``seconds``."""
+
+    def __init__(self, supervisor: Supervisor, seconds: Optional[float]) -> None:
+        self.fired = False
+        self._supervisor = supervisor
+        self._timer: Optional[threading.Timer] = None
+        if seconds is not None:
+            self._timer = threading.Timer(seconds + DEADLINE_SLACK, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._supervisor.stop()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()

@@ -69,6 +69,7 @@ class CampaignResult:
     restart_reasons: str = ""
     grammar_coverage: Optional[str] = None  # "grammar coverage: k=1 a/b, k=2 c/d" of the corpus after
     stop_signal: Optional[int] = None  # the signal that stopped the campaign, if one did
+    deadline: bool = False  # loomfuzz stopped it at --time (libFuzzer had not)
     workers: tuple[WorkerSummary, ...] = ()  # the workers' summary records
 
     @property
@@ -129,6 +130,9 @@ def format_summary(options: FuzzOptions, result: CampaignResult) -> str:
                      if rate is not None else f"  executions:  {result.executions}")
     lines.extend(_throughput_lines(options, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {options.corpus}")
+    if result.deadline:
+        lines.append(f"  stopped:     at --time {options.time} by loomfuzz (libFuzzer reads its limit "
+                     "only between rounds of mutations, and not while it runs the seed corpus)")
     if result.grammar_coverage is not None:
         lines.append(f"  {result.grammar_coverage}")
     if result.edges is not None:

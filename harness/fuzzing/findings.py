@@ -2,8 +2,8 @@
 
 A finding is ``crash-<sha1>`` (libFuzzer's input file) with the target's
 ``crash-<sha1>.mlir`` and ``.json`` sidecar beside it in the artifacts
-folder.  :class:`FindingCounter` counts the sidecars new since the campaign
-started while it runs (the statistics' findings columns);
+folder.  :class:`FindingCounter` counts the sidecars written since the campaign
+started (new ones, and those of findings found again) while it runs (the statistics' findings columns);
 :func:`collect_findings` gathers them at the end, and names the crash files
 without a sidecar: exceptions of the harness itself, not findings.
 """
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "sidecars"]
+__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "sidecars", "written_since"]
 
 
 def finding_kind(record: Mapping) -> str:
@@ -23,10 +23,24 @@ def finding_kind(record: Mapping) -> str:
     return str(record.get("finding_kind") or record.get("outcome") or "unknown")
 
 
-def sidecars(artifacts: Path) -> set[str]:
+def sidecars(artifacts: Path) -> dict[str, int]:
+    """Sidecar name -> modification time (ns)."""
     if not artifacts.is_dir():
-        return set()
-    return {p.name for p in artifacts.iterdir() if p.suffix == ".json" and not p.name.startswith(".")}
+        return {}
+    out = {}
+    for p in artifacts.iterdir():
+        if p.suffix == ".json" and not p.name.startswith("."):
+            try:
+                out[p.name] = p.stat().st_mtime_ns
+            except OSError:
+                continue  # removed meanwhile
+    return out
+
+
+def written_since(artifacts: Path, before: Mapping[str, int]) -> set[str]:
+    """The sidecars written since ``before``: new ones, and those of findings found again
+    (same input, same name: the fuzz target rewrote the sidecar)."""
+    return {name for name, mtime in sidecars(artifacts).items() if before.get(name) != mtime}
 
 
 def crash_files(artifacts: Path) -> set[str]:
@@ -41,13 +55,13 @@ def crash_files(artifacts: Path) -> set[str]:
 class FindingCounter:
     """Findings by kind from the sidecars new since the campaign started (each read once)."""
 
-    def __init__(self, artifacts: Path, before: set[str]) -> None:
+    def __init__(self, artifacts: Path, before: Mapping[str, int]) -> None:
         self.artifacts = artifacts
         self.before = before
         self.kinds: dict[str, str] = {}  # sidecar name -> kind
 
     def counts(self) -> dict[str, int]:
-        for name in sorted(sidecars(self.artifacts) - self.before - set(self.kinds)):
+        for name in sorted(written_since(self.artifacts, self.before) - set(self.kinds)):
             try:
                 record = json.loads((self.artifacts / name).read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -60,12 +74,12 @@ class FindingCounter:
         return counts
 
 
-def collect_findings(artifacts: Path, sidecars_before: set[str],
+def collect_findings(artifacts: Path, sidecars_before: Mapping[str, int],
                      crashes_before: set[str]) -> tuple[dict[str, list[dict]], list[str]]:
     """(the findings new since the start, by kind: their sidecar records; the
     crash files new since the start that have no sidecar)."""
     findings: dict[str, list[dict]] = {}
-    new_sidecars = sorted(sidecars(artifacts) - sidecars_before)
+    new_sidecars = sorted(written_since(artifacts, sidecars_before))
     for name in new_sidecars:
         try:
             record = json.loads((artifacts / name).read_text(encoding="utf-8"))

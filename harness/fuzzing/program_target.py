@@ -88,7 +88,7 @@ from harness.fuzzing.options import (
 )
 from harness.fuzzing.series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
-from harness.run.expectations import DEFAULT_RULE, ExpectationsError
+from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
 from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target
 from harness.run.runners import Program
@@ -324,7 +324,12 @@ def _differential_runner(options: FuzzOptions):
         check_oracle(settings)
     except OracleError as error:
         fail(str(error))
-    return DifferentialRunner(settings)
+    # --expectations judge the optimizer's failures (e.g. a known upstream one: no finding)
+    try:
+        expectations = load_expectations(str(options.expectations)) if options.expectations else None
+    except ExpectationsError as error:
+        fail(str(error))
+    return DifferentialRunner(settings, expectations=expectations)
 
 
 def _worker_name(flags: list[str]) -> str:
