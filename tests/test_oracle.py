@@ -271,3 +271,12 @@ def test_a_known_upstream_failure_found_again_and_declared_in_expectations(tmp_p
     bad.write_text("{")
     done = fuzz(tmp_path / "c2", "--expectations", str(bad))
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "bad.json" in done.stderr, done.stderr
+    # the same declaration on a sweep: run --oracle differential reads --expectations too
+    sweep = ("run", "--profile", "wide", "--oracle", "differential", "-n", "6", "--seed", "3",
+             "--pipeline", "builtin.module(remove-dead-values)")
+    done = loomfuzz(*sweep, "--artifacts", str(tmp_path / "r1"), cwd=ROOT)
+    assert done.returncode == 1 and list((tmp_path / "r1").glob("crash-*.json")), done.stderr[-2000:]
+    done = loomfuzz(*sweep, "--artifacts", str(tmp_path / "r2"), "--expectations", str(known), cwd=ROOT)
+    assert done.returncode == 0 and not list((tmp_path / "r2").glob("crash-*.json")), done.stderr[-2000:]
+    done = loomfuzz(*sweep, "--artifacts", str(tmp_path / "r3"), "--expectations", str(bad), cwd=ROOT)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "bad.json" in done.stderr, done.stderr

@@ -361,6 +361,7 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
 
     from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sweep import format_summary, run_sweep
+    from harness.run.expectations import ExpectationsError
     from harness.run.runner import TargetNotFound
 
     command = args.command
@@ -379,12 +380,15 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
             source += f" reference={divergence[1].reference} compare={divergence[1].compare}"
         elif settings is not None:
             from harness.execute.oracle import DifferentialRunner
+            from harness.run.expectations import load_expectations
 
-            runner = DifferentialRunner(settings, jobs=args.jobs)
+            # --expectations judge the optimizer's failures (a known upstream one: no finding)
+            expectations = load_expectations(args.expectations) if args.expectations else None
+            runner = DifferentialRunner(settings, jobs=args.jobs, expectations=expectations)
             target = runner.target
         else:
             runner = runner_from_args(args, target)
-    except (TargetError, TargetNotFound) as failure:
+    except (TargetError, TargetNotFound, ExpectationsError) as failure:
         return error(str(failure))
     try:
         with runner:
