@@ -208,6 +208,7 @@ def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, t
     rows = (artifacts / "stats.csv").read_text().splitlines()
     header, last = rows[0].split(","), rows[-1].split(",")
     assert int(last[header.index("findings_wrong-code")]) == kinds.count("wrong-code")
+    assert "executed:    in process (the driver's --exec mode)" in done.stdout  # the default runner
 
 
 def test_a_differential_fuzz_campaign_stops_at_its_time_limit_within_the_seed_corpus(tmp_path):

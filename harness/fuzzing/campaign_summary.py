@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from harness.fuzzing.options import FuzzOptions, RunnerKind
+from harness.fuzzing.options import FuzzOptions, OracleKind, RunnerKind
 from harness.fuzzing.worker_summary import WorkerSummary
 
 __all__ = ["CampaignResult", "WorkerTotals", "corpus_grammar_coverage", "format_summary",
@@ -110,7 +110,9 @@ def _throughput_lines(options: FuzzOptions, result: CampaignResult) -> list[str]
     elif result.in_target is not None:
         lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
     persistent = options.runner is RunnerKind.PERSISTENT
-    if persistent and result.restarts is None:
+    if persistent and options.oracle is OracleKind.DIFFERENTIAL:
+        lines.append("  executed:    in process (the driver's --exec mode)")
+    elif persistent and result.restarts is None:
         lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
     elif persistent:
         reasons = f" ({result.restart_reasons})" if result.restart_reasons else ""
