@@ -29,7 +29,8 @@ from harness.core.grammar import CompiledGrammar, GrammarError, compile_grammar,
 from harness.core.tree import Node
 
 __all__ = ["IN_CONTRACT", "break_precondition", "contract_checker", "contract_of", "describe_grammar",
-           "fuzz_script", "in_contract", "load_grammar", "program_suffix", "robust_expectations", "with_robust_expectations"]
+           "fuzz_script", "in_contract", "load_grammar", "program_suffix", "robust_expectations",
+           "with_robust_expectations"]
 
 #: A contract's checker: a program's text -> its violations (objects with a ``rule``,
 #: e.g. ``P7``, and ``format(file)``); an empty list when the program keeps the contract.

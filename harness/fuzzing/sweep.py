@@ -164,7 +164,8 @@ def run_sweep(
     which text an index stands for, e.g. ``"enumerate profile=default
     render=canonical"``).  Results are journaled every ``journal_every``
     programs (batch by batch for a batch runner), and at least every
-    ``JOURNAL_SECONDS``.  Findings' programs are written as ``NAME<suffix>``.  ``origin_of(index)`` is recorded with each finding (e.g. the
+    ``JOURNAL_SECONDS``.  Findings' programs are written as ``NAME<suffix>``.
+    ``origin_of(index)`` is recorded with each finding (e.g. the
     file it came from).  Raises ``JournalError`` and the runner's
     ``TargetNotFound``; Ctrl-C stops after the results under way are
     journaled (``interrupted``).

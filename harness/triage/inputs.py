@@ -1,5 +1,5 @@
-"""Triage's inputs: the fuzz artifacts and ``.mlir`` files (the grammar's suffix) named on the
-command line or found in folders, each read into a program (a derivation
+"""Triage's inputs: the fuzz artifacts and ``.mlir`` files (the grammar's suffix)
+named on the command line or found in folders, each read into a program (a derivation
 tree, or the text as given when it is not in the shape).
 
 What is collected, what is skipped and why: step 1 of
