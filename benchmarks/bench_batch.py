@@ -41,7 +41,7 @@ GOAL = 10.0
 def sweep(texts, target, folder: Path, batch_size, start=0, count=None):
     count = len(texts) - start if count is None else count
     began = time.perf_counter()
-    result = run_sweep(count, texts.__getitem__, target, folder, source=f"bench {batch_size}",
+    result = run_sweep(count, texts.__getitem__, target, folder, source=f"bench {batch_size}", suffix=".mlir",
                        start=start, batch_size=batch_size, progress=False)
     seconds = time.perf_counter() - began
     return result, seconds

@@ -29,7 +29,8 @@ from harness.core.grammar import CompiledGrammar, GrammarError, compile_grammar,
 from harness.core.tree import Node
 
 __all__ = ["IN_CONTRACT", "break_precondition", "contract_checker", "contract_of", "describe_grammar",
-           "in_contract", "load_grammar", "robust_expectations", "with_robust_expectations"]
+           "fuzz_script", "in_contract", "load_grammar", "program_suffix", "robust_expectations",
+           "with_robust_expectations"]
 
 #: A contract's checker: a program's text -> its violations (objects with a ``rule``,
 #: e.g. ``P7``, and ``format(file)``); an empty list when the program keeps the contract.
@@ -38,6 +39,24 @@ Checker = Callable[[str], list]
 IN_CONTRACT = "P1-P24"
 BREAK_PREFIX = "break:"
 _PRECONDITION = re.compile(r"P([1-9]|1\d|2[0-4])")
+
+
+#: Program files' suffix for a grammar that declares none: loom's grammars are MLIR.
+DEFAULT_SUFFIX = ".mlir"
+
+
+def program_suffix(grammar: CompiledGrammar | None) -> str:
+    """The suffix of the grammar's program files (generated programs, findings,
+    triage reports): its ``SUFFIX``, else ``.mlir``."""
+    return (grammar.meta.get("SUFFIX") if grammar is not None else None) or DEFAULT_SUFFIX
+
+
+def fuzz_script(grammar: CompiledGrammar | None) -> str:
+    """The fuzz target script (in ``fuzz_targets/``) of the grammar's campaigns: the
+    documented loom entry point ``loom_opt_fuzzer.py`` for MLIR programs (the one
+    ClusterFuzzLite builds), ``program_fuzzer.py`` for any other language; both run
+    :mod:`harness.fuzzing.program_target`."""
+    return "loom_opt_fuzzer.py" if program_suffix(grammar) == DEFAULT_SUFFIX else "program_fuzzer.py"
 
 
 def in_contract(grammar: CompiledGrammar) -> bool:

@@ -92,7 +92,7 @@ def test_batched_equals_alone_on_a_mixed_sample(fake_loom_opt, pools, tmp_path):
     for name, results in (("alone", alone), ("batched", batched)):
         for k, (text, r) in enumerate(zip(texts, results)):
             if r.verdict.finding:
-                write_finding(tmp_path / name, f"crash-{k}", text, target, r.verdict)
+                write_finding(tmp_path / name, f"crash-{k}", text, target, r.verdict, suffix=".mlir")
     files = {name: sorted(p.name for p in (tmp_path / name).iterdir()) for name in ("alone", "batched")}
     assert files["alone"] == files["batched"] and files["alone"]
     for f in files["alone"]:

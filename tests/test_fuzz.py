@@ -25,6 +25,7 @@ from harness.fuzzing.libfuzzer import build_command, child_env, fuzz_target_scri
 from harness.fuzzing.options import CoverageKind, FuzzOptions, target_options, write_options
 from harness.fuzzing.worker_summary import WorkerSummary, read_summaries
 from harness.checker import check_text
+from harness.contract import fuzz_script, load_grammar
 from harness.core.features import KPathFeatures
 from harness.core.grammar import default_grammar
 from shapes import Body, Nesting, decode_program, render_program
@@ -279,14 +280,17 @@ def test_libfuzzer_flags_must_follow_double_dash(fake_loom_opt, tmp_path):
 
 
 def test_fuzz_targets_are_executable_scripts():
-    for name in ("loom_opt_fuzzer.py", "grammar_fuzzer.py"):
+    for name in ("loom_opt_fuzzer.py", "program_fuzzer.py", "grammar_fuzzer.py"):
         script = TARGETS / name
         assert os.access(script, os.X_OK), script
         assert script.read_text().startswith("#!/usr/bin/env python3\n")
         source = script.read_text()
         assert "import fuzzingbook" not in source and "from fuzzingbook" not in source
-    assert fuzz_target_script() == TARGETS / "loom_opt_fuzzer.py"
-    assert fuzz_target_script(True) == TARGETS / "grammar_fuzzer.py"
+    assert fuzz_target_script("grammar_fuzzer.py") == TARGETS / "grammar_fuzzer.py"
+    # a grammar's script: loom's entry point for MLIR programs, the generic one for another suffix
+    assert fuzz_target_script(fuzz_script(load_grammar())) == TARGETS / "loom_opt_fuzzer.py"
+    calc = load_grammar(str(Path(__file__).parent / "grammars" / "calc.py"))
+    assert fuzz_target_script(fuzz_script(calc)) == TARGETS / "program_fuzzer.py"
 
 
 def test_fuzz_target_imports_stay_light():

@@ -4,10 +4,10 @@ test-double target (tests/fixtures/calc_target.py, a calculator that aborts on a
 division by the literal 0), and nothing the commands print or write speaks of
 loom: no loom, mlir, dataflow, P1-P24 or spatial.
 
-Masked before the search: the tool's own name (``loomfuzz``, ``loom-fuzz``), and
-two names that are not yet generic: the ``.mlir`` suffix of program file names
-and the fuzz target script's name (``fuzz_targets/loom_opt_fuzzer.py``, shown in
-``fuzz``'s command line).
+Masked before the search: the tool's own name (``loomfuzz``, ``loom-fuzz``),
+nothing else: the grammar's ``SUFFIX = ".calc"`` names its program files
+(generated, enumerated, findings, triage reports) and its campaigns run the
+generic fuzz target script ``fuzz_targets/program_fuzzer.py``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GRAMMAR = ROOT / "tests" / "grammars" / "calc.py"
 TARGET = ROOT / "tests" / "fixtures" / "calc_target.py"
 LOOM_WORDS = re.compile(r"loom|mlir|dataflow|P1-P24|spatial", re.IGNORECASE)
-#: masked: the tool's name; two names not yet generic (docs/reference/grammar-format.md says so):
-#: program files' ``.mlir`` suffix and the fuzz target script ``fuzz_targets/loom_opt_fuzzer.py``
-ALLOWED = re.compile(r"loom-?fuzz|\.mlir\b|loom_opt_fuzzer\.py", re.IGNORECASE)
+#: masked: the tool's name
+ALLOWED = re.compile(r"loom-?fuzz", re.IGNORECASE)
 DIVISION_BY_ZERO = re.compile(r"(/|\bover) 0(?!\d)")
 
 
@@ -78,7 +77,7 @@ def test_generate_decode_check_enumerate(calc, tmp_path):
         == [p.strip() for p in words.split("// -----")]
     calc("generate", "--grammar", g, "-n", "30", "--seed", "7", "-o", "programs")
     programs = sorted((tmp_path / "programs").iterdir())
-    assert len(programs) == 30
+    assert len(programs) == 30 and all(p.suffix == ".calc" for p in programs), programs
     for program in programs:  # every program is integer arithmetic, by a check of its own
         assert re.fullmatch(r"[\d ()+*/-]+\n", program.read_text()), program.read_text()
     # check: the grammar has no contract, so the grammar itself is the judge
@@ -96,13 +95,20 @@ def test_generate_decode_check_enumerate(calc, tmp_path):
     assert calc("enumerate", "--grammar", g, "--max-depth", "6", "--count-only").stdout.strip() == "4510"
     window = ("--grammar", g, "--max-depth", "6", "--start", "130", "--count", "30")
     calc("enumerate", *window, "-o", "some")
-    texts = [p.read_text() for p in sorted((tmp_path / "some").iterdir())]
+    some = sorted((tmp_path / "some").iterdir())
+    assert {p.suffix for p in some} == {".calc"}
+    texts = [p.read_text() for p in some]
     assert len(texts) == len(set(texts)) == 30
     crashing = sum(bool(DIVISION_BY_ZERO.search(t)) for t in texts)
     assert crashing
     run = calc("enumerate", *window, "--run", "--target", "calc", "--runner", "process",
                "--artifacts", "swept", "--no-progress", code=1)
     assert len(list((tmp_path / "swept").glob("crash-*.json"))) == crashing, run.stdout
+    assert len(list((tmp_path / "swept").glob("crash-*.calc"))) == crashing
+    # the programs written back in: run reads a folder's .calc files
+    again = calc("run", "--grammar", g, "--target", "calc", "--runner", "process", "--artifacts", "again",
+                 "--no-progress", "some", code=1)
+    assert len(list((tmp_path / "again").glob("crash-*.calc"))) == crashing, again.stdout
     # what a grammar without a contract cannot do: one line, exit 2
     refused = calc("generate", "--grammar", g, "--render", "exec", code=2)
     assert len(refused.stderr.strip().splitlines()) == 1 and "not a rendering of this grammar" in refused.stderr
@@ -121,22 +127,25 @@ def test_run_finds_the_planted_crash(calc, tmp_path):
     for finding in found:
         record = json.loads(finding.read_text())
         assert record["outcome"] == "crash" and "SIGABRT" in record["why"]
+        assert DIVISION_BY_ZERO.search(finding.with_suffix(".calc").read_text())
     written_files_have_no_loom_word(tmp_path)
 
 
 def test_fuzz_triage_coverage_plot(calc, tmp_path):
     g = str(GRAMMAR)
-    calc("fuzz", "--grammar", g, "--target", "calc", "--corpus", "corpus", "--artifacts", "found",
-         "--time", "40", "--seed", "1", code=1)
+    fuzz = calc("fuzz", "--grammar", g, "--target", "calc", "--corpus", "corpus", "--artifacts", "found",
+                "--time", "40", "--seed", "1", code=1)
+    assert "program_fuzzer.py" in fuzz.stdout + fuzz.stderr  # the generic fuzz target script
     crashes = [p for p in (tmp_path / "found").glob("crash-*") if not p.suffix]
     assert crashes, "a 40 s campaign did not find the division by 0"
     triage = calc("triage", "--grammar", g, "--target", "calc", "--db", "t.db", "--out", "report",
                   "--repeat", "1", "--no-progress", "found")
     assert "1 bucket(s)" in triage.stderr + triage.stdout
     (bucket,) = (tmp_path / "report").glob("bucket-*")
-    minimized = next(bucket.glob("minimized*")).read_text()
+    assert {p.name for p in bucket.iterdir()} >= {"minimized.calc", "regression.calc"}
+    minimized = (bucket / "minimized.calc").read_text()
     assert DIVISION_BY_ZERO.search(minimized), minimized
-    assert len(minimized) <= len(min((c.with_suffix(".mlir").read_text() for c in crashes), key=len))
+    assert len(minimized) <= len(min((c.with_suffix(".calc").read_text() for c in crashes), key=len))
     coverage = calc("coverage", "--grammar", g, "corpus").stdout
     assert "k=1" in coverage
     calc("plot", "-o", "plots", "found")
@@ -152,3 +161,11 @@ def test_a_target_reading_a_rendering_the_grammar_lacks(calc, tmp_path, command)
     refused = calc(command, "--grammar", str(GRAMMAR), "--target", "mlir-opt", *extra, code=2, own_words=True)
     # the user named that target; the message is one line and names the grammar's renderings
     assert refused.stderr.count("\n") == 1 and "its renderings: canonical, words" in refused.stderr
+
+
+@pytest.mark.parametrize("suffix", ['"calc"', '".a.b"', '".json"', '"./x"', "7"])
+def test_a_suffix_that_is_not_one_is_refused(calc, tmp_path, suffix):
+    bad = tmp_path / "bad_suffix.py"
+    bad.write_text(GRAMMAR.read_text().replace('SUFFIX = ".calc"', f"SUFFIX = {suffix}"))
+    refused = calc("generate", "--grammar", str(bad), "-n", "1", code=2)
+    assert refused.stderr.count("\n") == 1 and "SUFFIX" in refused.stderr and str(bad) in refused.stderr

@@ -149,7 +149,7 @@ def test_state_bug_is_reported_as_persistent_only(fake, tmp_path):
         for text in texts:
             verdicts.append(runner.run_judged(text))
             if verdicts[-1].finding:
-                runner.write_finding(tmp_path / "artifacts", "crash-state", text, verdicts[-1])
+                runner.write_finding(tmp_path / "artifacts", "crash-state", text, verdicts[-1], suffix=".mlir")
     findings = [i for i, v in enumerate(verdicts) if v.finding]
     # the 50th since start, then the 50th since the restart (49 + 50 = 99)
     assert findings == [49, 99]

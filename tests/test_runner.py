@@ -409,7 +409,7 @@ def test_write_finding(fake_loom_opt, tmp_path):
     target = fake_target(fake_loom_opt)
     text = one_site("for", "freeze")
     v = judge(target, text, run_program(target, text))
-    write_finding(tmp_path / "findings", "crash-0001", text, target, v)
+    write_finding(tmp_path / "findings", "crash-0001", text, target, v, suffix=".mlir")
     assert (tmp_path / "findings" / "crash-0001.mlir").read_text() == text
     rec = json.loads((tmp_path / "findings" / "crash-0001.json").read_text())
     for key in ("target", "command", "outcome", "returncode", "signal", "reason", "stderr_tail",

@@ -465,7 +465,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
                               summary=tmp_path / "summary.jsonl"), options)
     with open(err, "wb") as handle:
         proc = subprocess.Popen(
-            [str(fuzz_target_script()), f"--options={options}", str(corpus)],
+            [str(fuzz_target_script("loom_opt_fuzzer.py")), f"--options={options}", str(corpus)],
             stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 90

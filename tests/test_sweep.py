@@ -61,7 +61,7 @@ def test_sharded_sweeps_run_every_index_once(fake_loom_opt, tmp_path, n):
     target = Target("loom-opt", (fake_loom_opt,))
     for k in range(n):
         with BatchRunner(target) as runner:
-            result = run_sweep(len(texts) - 2, texts.__getitem__, runner, tmp_path, source="t",
+            result = run_sweep(len(texts) - 2, texts.__getitem__, runner, tmp_path, source="t", suffix=".mlir",
                                start=2, shard=Shard(k, n), progress=False)
         assert result.complete
     done = []

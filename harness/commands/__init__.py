@@ -353,7 +353,7 @@ def oracle_from_args(args: argparse.Namespace):
 
 
 def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, source: str,
-                  origin_of, start: int = 0, shard=None) -> int:
+                  suffix: str, origin_of, start: int = 0, shard=None) -> int:
     """The rest of ``run`` and ``enumerate --run``: the runner of the options (after the
     pipeline probe), the sweep, its summary; returns the exit status (0 no finding, 1
     findings or an error, 130 interrupted)."""
@@ -392,8 +392,8 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
         return error(str(failure))
     try:
         with runner:
-            result = run_sweep(count, program_at, runner, args.artifacts, source=source, start=start,
-                               shard=shard, progress=not args.no_progress, origin_of=origin_of,
+            result = run_sweep(count, program_at, runner, args.artifacts, source=source, suffix=suffix,
+                               start=start, shard=shard, progress=not args.no_progress, origin_of=origin_of,
                                label=command)
     except (JournalError, TargetNotFound) as failure:
         return error(str(failure))

@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args, grammar, space, style: str, indices: range) -> int:
     from harness.commands.generate import file_name
+    from harness.contract import program_suffix
     from harness.core.render import marker_after, renderer
 
     render = renderer(grammar, style).render
@@ -140,6 +141,7 @@ def _write(args, grammar, space, style: str, indices: range) -> int:
     except OSError as error:
         return _error(f"cannot write to {folder}: {error.strerror or error}")
     numbered = indices
+    suffix = program_suffix(grammar)
     if not args.no_progress and len(indices) >= 100:
         from tqdm import tqdm
 
@@ -147,8 +149,8 @@ def _write(args, grammar, space, style: str, indices: range) -> int:
     try:
         for index in numbered:
             # named by index over the whole space, so that every shard names alike
-            path = folder / file_name(index, space.count)
-            partial = path.with_suffix(".mlir.partial")
+            path = folder / file_name(index, space.count, suffix)
+            partial = path.with_name(path.name + ".partial")
             partial.write_text(render(space.unrank(index)))  # written whole, then renamed
             os.replace(partial, path)
     except OSError as error:
@@ -158,6 +160,7 @@ def _write(args, grammar, space, style: str, indices: range) -> int:
 
 
 def _sweep(args, grammar, space, count: int, shard) -> int:
+    from harness.contract import program_suffix
     from harness.core.render import renderer
 
     if args.render is not None:
@@ -172,5 +175,5 @@ def _sweep(args, grammar, space, count: int, shard) -> int:
     source = (f"enumerate grammar={name} sha={grammar_fingerprint(grammar, target.render)}{depth} "
               f"render={target.render}")
     return sweep_command(args, target, count, lambda index: render(space.unrank(index)),
-                         source=source, start=args.start, shard=shard,
+                         source=source, suffix=program_suffix(grammar), start=args.start, shard=shard,
                          origin_of=lambda index: f"enumerate index {index}")

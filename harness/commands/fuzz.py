@@ -222,6 +222,7 @@ def _prepare_corpus(corpus: Path, grammar) -> Optional[int]:
 def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.campaign import run_campaign
     from harness.fuzzing.campaign_summary import format_summary
+    from harness.contract import fuzz_script
     from harness.fuzzing.libfuzzer import CampaignError, fuzz_target_script
 
     bad_flags = [f for f in args.libfuzzer if not f.startswith("-")]
@@ -244,8 +245,9 @@ def run(args: argparse.Namespace) -> int:
         target, status = _check_target(args)
         if status is not None:
             return status
+    grammar = grammar_from_args(args)
     try:
-        script = fuzz_target_script(args.self_test)
+        script = fuzz_target_script("grammar_fuzzer.py" if args.self_test else fuzz_script(grammar))
     except CampaignError as error:
         return _error(str(error))
 
@@ -260,7 +262,6 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         return _error(f"cannot create {error.filename}: {error.strerror}")
 
-    grammar = grammar_from_args(args)
     # the differential oracle reads the canonical rendering, which every grammar has
     missing = missing_rendering(target, grammar) if target is not None else None
     if missing:

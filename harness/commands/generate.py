@@ -38,9 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def file_name(index: int, count: int) -> str:
-    """Stable, sortable names: program-000042.mlir (wider when count needs it)."""
-    return f"program-{index:0{max(6, len(str(max(count - 1, 0))))}d}.mlir"
+def file_name(index: int, count: int, suffix: str) -> str:
+    """Stable, sortable names: program-000042.mlir (wider when count needs it; the
+    grammar's suffix, :func:`harness.contract.program_suffix`)."""
+    return f"program-{index:0{max(6, len(str(max(count - 1, 0))))}d}{suffix}"
 
 
 def _write_stream(programs, grammar, render: str, stream) -> None:
@@ -58,17 +59,19 @@ def _write_stream(programs, grammar, render: str, stream) -> None:
 
 
 def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
+    from harness.contract import program_suffix
     from harness.execute.render_exec import program_renderer
 
     render_program = program_renderer(grammar, render)
+    suffix = program_suffix(grammar)
 
     if progress:
         from tqdm import tqdm
 
         programs = tqdm(programs, total=count, unit="prog", desc="generate", file=sys.stderr)
     for index, program in enumerate(programs):
-        path = folder / file_name(index, count)
-        partial = path.with_suffix(".mlir.partial")
+        path = folder / file_name(index, count, suffix)
+        partial = path.with_name(path.name + ".partial")
         # Written whole, then renamed: an interrupted run leaves no half file.
         partial.write_text(render_program(program))
         os.replace(partial, path)

@@ -63,6 +63,7 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.contract import program_suffix
     from harness.fuzzing.sources import SourceError, from_files, from_generator
     from harness.fuzzing.sweep import ShardError, parse_shard
 
@@ -88,4 +89,4 @@ def run(args: argparse.Namespace) -> int:
     if source.note:
         print(f"loomfuzz run: {source.note}", file=sys.stderr)
     return sweep_command(args, target, source.count, source.program_at, source=source.identity,
-                         shard=shard, origin_of=source.origin_of)
+                         suffix=program_suffix(grammar), shard=shard, origin_of=source.origin_of)

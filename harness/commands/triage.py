@@ -341,6 +341,10 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
         return _error(str(error))
     if len(words) > 1:
         return _error(f"show takes one BUCKET (got {' '.join(words)!r})")
+    from harness.contract import program_suffix
+    from harness.triage.report import bucket_suffix
+
+    suffix = program_suffix(grammar_from_args(args))
     with _open(args) as db:
         b = db.bucket(bucket_id)
         if b is None:
@@ -385,7 +389,7 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             shape = b["minimized_tree"] or "text, not in the shape"
             print(
                 f"minimized:    {shape}, {b['minimized_lines']} lines, {b['min_runs']} target runs"
-                f" ({args.out}/bucket-{b['id']}/minimized.mlir)"
+                f" ({args.out}/bucket-{b['id']}/minimized{bucket_suffix(b, suffix)})"
             )
         else:
             print("minimized:    not yet")
@@ -462,11 +466,12 @@ def _mark(args: argparse.Namespace, words: list[str]) -> int:
 
 
 def _report(args: argparse.Namespace, words: list[str]) -> int:
+    from harness.contract import program_suffix
     from harness.triage.report import write_reports
 
     if words:
         return _error(f"report takes no arguments (got {' '.join(words)!r})")
     with _open(args) as db:
-        write_reports(db, args.out)
+        write_reports(db, args.out, suffix=program_suffix(grammar_from_args(args)))
     print(f"report: {args.out}/report.md", file=sys.stderr)
     return 0

@@ -114,7 +114,8 @@ class CompiledGrammar:
     max_depth: int
     renderings: dict[str, list[list[tuple]]] = field(default_factory=dict)  # style -> n -> alt -> parts
     #: What the grammar file says of itself for the tools around the core (``CONTRACT``:
-    #: the preconditions its programs satisfy, e.g. "P1-P24"; ``PROFILE``: its name).
+    #: the preconditions its programs satisfy, e.g. "P1-P24"; ``PROFILE``: its name;
+    #: ``SUFFIX``: its program files' suffix, e.g. ".calc").
     meta: dict[str, Any] = field(default_factory=dict)
     # computed
     cumulative: list[tuple[float, ...]] = field(default_factory=list)
@@ -201,7 +202,8 @@ def _error(source: str, source_text: str, symbol: str | None, what: str) -> Gram
     return GrammarError(f"{where}: {symbol + ': ' if symbol else ''}{what}")
 
 
-META_KEYS = ("CONTRACT", "PROFILE")
+META_KEYS = ("CONTRACT", "PROFILE", "SUFFIX")
+SUFFIX = re.compile(r"\.[A-Za-z0-9_-]+")
 
 
 def load_grammar_file(path: str | Path) -> tuple[Mapping, str, Mapping, int, str, dict]:
@@ -310,6 +312,12 @@ def compile_grammar(
             raise fail(str(symbol), "not a nonterminal name (fuzzingbook's <[^<> ]*>)")
     if start not in grammar:
         raise fail(start, "the start symbol is not defined")
+    suffix = (meta or {}).get("SUFFIX")
+    # one dot and a name: a finding's program is told from its other files (NAME.json,
+    # NAME.exec.mlir) by having a single suffix (harness.fuzzing.findings.program_beside)
+    if suffix is not None and (not isinstance(suffix, str) or not SUFFIX.fullmatch(suffix) or suffix == ".json"):
+        raise fail(None, f"SUFFIX {suffix!r} is not a file suffix like \".calc\" (a dot and letters, "
+                         "digits, _ or -; not .json)")
     names = list(grammar)
     ids = {name: i for i, name in enumerate(names)}
 

@@ -289,11 +289,11 @@ class OracleResult(Result):
 
     settings: OracleSettings | None = None
 
-    def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
+    def write_finding(self, directory, name: str, target: Target, extra=None, *, suffix: str) -> None:
         if isinstance(self.verdict, OracleVerdict):
             write_sidecars(directory, name, self.verdict)
             extra = {**finding_extra(self.settings, name), **(extra or {})}
-        super().write_finding(directory, name, target, extra)
+        super().write_finding(directory, name, target, extra, suffix=suffix)
 
 
 def write_sidecars(directory, name: str, verdict: OracleVerdict) -> None:

@@ -11,11 +11,27 @@ without a sidecar: exceptions of the harness itself, not findings.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "sidecars", "written_since"]
+__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "programs_beside", "sidecars",
+           "written_since"]
+
+
+def programs_beside(folder: Path) -> dict[str, str]:
+    """Record name (``NAME.json``) -> program name for the findings in ``folder`` (not
+    below it): the program is ``NAME<suffix>``, whatever the grammar's suffix (one dot,
+    e.g. ``.mlir``: ``NAME.exec.mlir`` and ``NAME.history.txt`` are other sidecars).
+    The folder is listed once: a campaign's artifacts may hold thousands of findings."""
+    names = set(os.listdir(folder))
+    out: dict[str, str] = {}
+    for name in sorted(names):
+        stem, _, ext = name.rpartition(".")
+        if stem and ext != "json" and not name.startswith(".") and f"{stem}.json" in names:
+            out.setdefault(f"{stem}.json", name)
+    return out
 
 
 def finding_kind(record: Mapping) -> str:

@@ -2,17 +2,18 @@
 alternative pairs (k = 2) its programs reach (:mod:`harness.core.features`).
 
 A corpus is any mix of fuzz inputs (raw bytes: every byte string decodes to a
-program, :func:`harness.core.codec.decode`) and ``.mlir`` files (parsed back
+program, :func:`harness.core.codec.decode`) and program files (``.mlir``, or
+the grammar's ``SUFFIX``: :func:`harness.contract.program_suffix`; parsed back
 into trees, :func:`harness.core.parse.parse`; a file may hold several
 programs separated by ``// -----``).  A text that is not a program of the
 grammar is not guessed at: it is counted and listed as skipped, with the
 parser's reason.
 
 In a folder (read recursively, hidden entries skipped as libFuzzer does),
-``.mlir`` files are programs and files without a suffix are fuzz inputs
+program files are programs and files without a suffix are fuzz inputs
 (libFuzzer names corpus entries by SHA-1 and findings ``crash-<sha1>``);
 other files (``.json`` sidecars, journals, ``stats.csv``) are not inputs.  A
-file named on its own is read by its suffix: ``.mlir`` is text, anything
+file named on its own is read by its suffix: the program suffix is text, anything
 else is fuzz bytes.
 """
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from harness.contract import program_suffix
 from harness.core.features import CoverageReport, KPathFeatures
 
 __all__ = ["CorpusCoverage", "corpus_coverage", "corpus_files"]
@@ -45,9 +47,10 @@ class CorpusCoverage:
                 **self.report.as_json()}
 
 
-def corpus_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, is .mlir text) for every input under ``paths``; a missing path raises
-    FileNotFoundError naming it."""
+def corpus_files(paths: Iterable[str | Path], suffix: str) -> Iterator[tuple[Path, bool]]:
+    """(file, is program text) for every input under ``paths``: a program's file ends in
+    ``suffix`` (the grammar's, :func:`harness.contract.program_suffix`); a missing path
+    raises FileNotFoundError naming it."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
@@ -56,11 +59,11 @@ def corpus_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
                 for name in sorted(files):
                     if name.startswith("."):
                         continue
-                    suffix = Path(name).suffix
-                    if suffix == ".mlir" or not suffix:
-                        yield Path(root) / name, suffix == ".mlir"
+                    own = Path(name).suffix
+                    if own == suffix or not own:
+                        yield Path(root) / name, own == suffix
         elif path.exists():
-            yield path, path.suffix == ".mlir"
+            yield path, path.suffix == suffix
         else:
             raise FileNotFoundError(2, "no such file or folder", str(given))
 
@@ -74,7 +77,7 @@ def corpus_coverage(paths: Iterable[str | Path], grammar, features: KPathFeature
     features = features or KPathFeatures(grammar)
     covered: set[int] = set()
     result = CorpusCoverage(report=features.report(covered))
-    for path, is_text in corpus_files(paths):
+    for path, is_text in corpus_files(paths, program_suffix(grammar)):
         try:
             data = path.read_bytes()
         except OSError as error:

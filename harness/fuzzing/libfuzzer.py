@@ -77,12 +77,13 @@ def ensure_flag(flags: list[str], name: str, value: str) -> None:
         flags.append(f"-{name}={value}")
 
 
-def fuzz_target_script(self_test: bool = False) -> Path:
-    """The fuzz target script in the source tree next to the ``harness`` package."""
+def fuzz_target_script(name: str) -> Path:
+    """The fuzz target script ``name`` in the source tree next to the ``harness`` package
+    (a grammar's: :func:`harness.contract.fuzz_script`; ``grammar_fuzzer.py`` for ``--self``)."""
     import harness
 
     folder = Path(harness.__file__).resolve().parent.parent / "fuzz_targets"
-    script = folder / ("grammar_fuzzer.py" if self_test else "loom_opt_fuzzer.py")
+    script = folder / name
     if not script.is_file():
         raise CampaignError(
             f"fuzz target {script.name} not found in {folder}: loomfuzz fuzz needs the "

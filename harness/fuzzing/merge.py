@@ -4,7 +4,7 @@ Each task of a job array (Slurm, Kubernetes, GNU parallel) writes a folder of
 its own.  A sweep shard holds its journal (``sweep-<fingerprint>.jsonl``,
 :mod:`harness.fuzzing.journal`), a campaign shard its ``stats.csv``
 (:mod:`harness.fuzzing.series`); both hold their findings as ``NAME.mlir``
-(the program the target read) with ``NAME.json`` (the outcome) beside it.
+(the program the target read; the grammar's suffix) with ``NAME.json`` (the outcome) beside it.
 
 :func:`merge_shards` reads the folders (it never writes into them) and gives
 one :class:`MergedSummary`: what each shard did (programs and outcomes, or
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from harness.fuzzing.findings import programs_beside
 from harness.fuzzing.journal import JournalError, SweepJournal, merge_ranges
 from harness.fuzzing.series import STATS_FILE, SeriesError, read_series
 
@@ -164,13 +165,17 @@ def _series_files(folder: Path) -> list[Path]:
 
 
 def _finding_files(folder: Path) -> list[tuple[Path, dict]]:
-    """``NAME.mlir`` with its ``NAME.json`` outcome record, for every finding under ``folder``
-    (hidden and ``.partial`` files are skipped: a writer may have died)."""
+    """``NAME.mlir`` (the grammar's suffix) with its ``NAME.json`` outcome record, for every
+    finding under ``folder`` (hidden and ``.partial`` files are skipped: a writer may have died)."""
     found = []
+    programs: dict[Path, dict[str, str]] = {}  # folder -> its findings' record -> program
     for sidecar in sorted(folder.rglob("*.json")):
-        program = sidecar.with_suffix(".mlir")
-        if sidecar.name.startswith(".") or not program.exists():
+        if sidecar.parent not in programs:
+            programs[sidecar.parent] = programs_beside(sidecar.parent)
+        name = programs[sidecar.parent].get(sidecar.name)
+        if name is None:
             continue
+        program = sidecar.parent / name
         try:
             record = json.loads(sidecar.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -1,6 +1,7 @@
 """The atheris fuzz target: programs of the grammar through loom-opt (or upstream mlir-opt).
 
-Usage (``fuzz_targets/loom_opt_fuzzer.py`` runs :func:`main`)::
+Usage (``fuzz_targets/loom_opt_fuzzer.py`` runs :func:`main`, and for a grammar
+with a ``SUFFIX`` of its own ``fuzz_targets/program_fuzzer.py``)::
 
     loom_opt_fuzzer.py [--options=FILE] [libFuzzer flags] [CORPUS_DIR ...]
 
@@ -10,7 +11,7 @@ rendered for the target (canonical for loom-opt, oracle for mlir-opt), run
 through the runner interface (``harness.run.runners``) and judged against the
 target's expectations.  A finding (crash, timeout, oom, an outcome the
 expectations contradict, a failed output check) writes ``crash-<sha1 of
-input>.mlir`` and ``.json`` beside the place where libFuzzer writes
+input>.mlir`` (the grammar's suffix) and ``.json`` beside the place where libFuzzer writes
 ``crash-<sha1>`` (its ``-artifact_prefix``), then raises, so that atheris
 writes ``crash-<sha1>`` itself and stops (or, in fork mode with
 ``-ignore_crashes=1``, the worker stops and another starts).
@@ -70,7 +71,7 @@ from typing import NoReturn, Optional
 
 import atheris
 
-from harness.contract import describe_grammar, load_grammar, with_robust_expectations
+from harness.contract import describe_grammar, load_grammar, program_suffix, with_robust_expectations
 from harness.core.codec import decode, max_input_length
 from harness.core.features import KPathFeatures
 from harness.core.grammar import GrammarError
@@ -95,7 +96,9 @@ from harness.run.runners import Program
 
 __all__ = ["Finding", "GrammarFeatures", "ProgramFuzzer", "main"]
 
-PROG = "loom_opt_fuzzer"
+#: the script's name in messages: loom_opt_fuzzer (MLIR grammars, the ClusterFuzzLite
+#: build's wrapper too) or program_fuzzer (harness.contract.fuzz_script)
+PROG = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0] or "program_fuzzer"
 
 
 class Finding(Exception):
@@ -214,14 +217,16 @@ class ProgramFuzzer:
                 stopping.exit_stopped()
             # From here the process ends through libFuzzer writing crash-<sha1>.
             name = f"{self.prefix}crash-{hashlib.sha1(data).hexdigest()}"
-            result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program))
+            suffix = program_suffix(self.grammar)
+            result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program),
+                                 suffix=suffix)
             # the differential oracle's kinds are its own: its outcome is the optimizer's exit 0
             differential = verdict.kind in ("wrong-code", "reference-failure", "target-failure")
             kind = verdict.kind if differential else outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
             raise Finding(f"{target.name}: {verdict.why} "
-                          f"(program: {os.path.join(self.directory, name)}.mlir)")
+                          f"(program: {os.path.join(self.directory, name)}{suffix})")
 
     def _restart_gauges(self) -> None:
         """This worker's driver restarts and their reasons, for stats-workers.csv."""

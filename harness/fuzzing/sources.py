@@ -79,13 +79,17 @@ def split_stream(text: str) -> list[str]:
 def from_files(paths: Sequence[str], stdin=None, *, grammar=None, style: str | None = None
                ) -> ProgramSource:
     """Programs of ``.mlir`` files (each one program or a ``// -----`` stream),
-    folders (their ``.mlir`` files, recursively, sorted) and ``-`` (stdin, a stream).
+    folders (their ``.mlir`` files, recursively, sorted; the grammar's suffix,
+    :func:`harness.contract.program_suffix`) and ``-`` (stdin, a stream).
 
     With ``grammar`` and ``style`` (the target's rendering), each program is
     read back into its derivation tree and rendered in ``style``: a corpus
     written in the canonical rendering runs against ``mlir-opt`` (oracle) and
     the other way round.  A program the grammar does not parse runs as written."""
+    from harness.contract import program_suffix
+
     rerender = _Rerenderer(grammar, style) if grammar is not None and style else None
+    suffix = program_suffix(grammar)
     rendered = 0
     programs: list[str] = []
     origins: list[str] = []
@@ -96,11 +100,11 @@ def from_files(paths: Sequence[str], stdin=None, *, grammar=None, style: str | N
         else:
             p = Path(given)
             if p.is_dir():
-                found = sorted(f for f in p.rglob("*.mlir")
+                found = sorted(f for f in p.rglob(f"*{suffix}")
                                if f.is_file() and not any(part.startswith(".") for part in
                                                           f.relative_to(p).parts))
                 if not found:
-                    raise SourceError(f"{given}: no .mlir file in this folder")
+                    raise SourceError(f"{given}: no {suffix} file in this folder")
                 files = [(str(f), f.read_text) for f in found]
             elif p.is_file():
                 files = [(given, p.read_text)]

@@ -111,6 +111,7 @@ class SweepResult:
     journal: Path
     artifacts: Path
     shard: Shard | None
+    suffix: str  # the findings' program files' (harness.contract.program_suffix)
     run_now: int = 0  # programs run by this call
     resumed: int = 0  # programs already done before it
     outcomes: Counter = field(default_factory=Counter)  # the whole range: outcome kind -> programs
@@ -146,6 +147,7 @@ def run_sweep(
     artifacts: Path | str,
     *,
     source: str,
+    suffix: str,
     start: int = 0,
     shard: Shard | None = None,
     progress: bool = True,
@@ -162,7 +164,8 @@ def run_sweep(
     which text an index stands for, e.g. ``"enumerate profile=default
     render=canonical"``).  Results are journaled every ``journal_every``
     programs (batch by batch for a batch runner), and at least every
-    ``JOURNAL_SECONDS``.  ``origin_of(index)`` is recorded with each finding (e.g. the
+    ``JOURNAL_SECONDS``.  Findings' programs are written as ``NAME<suffix>``.
+    ``origin_of(index)`` is recorded with each finding (e.g. the
     file it came from).  Raises ``JournalError`` and the runner's
     ``TargetNotFound``; Ctrl-C stops after the results under way are
     journaled (``interrupted``).
@@ -173,7 +176,7 @@ def run_sweep(
     part = shard.part(start, count) if shard else range(start, start + count)
     identity = {"source": source, "range": [part.start, part.stop], "target": target.to_json()}
     journal = SweepJournal.open(artifacts, identity)
-    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, runner=runner.kind,
+    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, suffix, runner=runner.kind,
                          jobs=runner.jobs)
     result.resumed = journal.done_count
     began = time.monotonic()
@@ -200,7 +203,7 @@ def run_sweep(
             outcomes[r.outcome.kind.value] += 1
             if r.verdict.finding:
                 name = finding_name(text)
-                r.write_finding(artifacts, name, target)
+                r.write_finding(artifacts, name, target, suffix=suffix)
                 record = {"index": index, "name": name, "kind": r.verdict.kind,
                           "outcome": r.outcome.kind.value, "why": r.verdict.why}
                 if origin_of is not None:
@@ -288,7 +291,7 @@ def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20)
                  + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")")
     lines.append(f"  {'index':>10}  {'finding':<21}  {'file':<46}  why")
     for f in result.findings[:shown]:
-        lines.append(f"  {f['index']:>10}  {f['kind']:<21}  {f['name'] + '.mlir':<46}  {f['why'][:100]}")
+        lines.append(f"  {f['index']:>10}  {f['kind']:<21}  {f['name'] + result.suffix:<46}  {f['why'][:100]}")
     if len(result.findings) > shown:
         lines.append(f"  ... and {len(result.findings) - shown:,} more (the journal lists them all)")
     return "\n".join(lines)

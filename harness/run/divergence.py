@@ -195,10 +195,10 @@ class DivergenceResult(Result):
     settings: DivergenceSettings | None = None
     side_target: Target | None = None  # the primary build as it ran (its command line)
 
-    def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
+    def write_finding(self, directory, name: str, target: Target, extra=None, *, suffix: str) -> None:
         record = dict(extra or {})
         if self.settings is not None and self.side_target is not None:
-            program = f"{name}.mlir"
+            program = f"{name}{suffix}"
             if self.prepared != self.program.text:
                 program = f"{name}.exec.mlir"
                 Path(directory).mkdir(parents=True, exist_ok=True)
@@ -208,7 +208,7 @@ class DivergenceResult(Result):
                            "compare": self.settings.compare,
                            "build_input": program,
                            "reproduce": reproduction_command(self.side_target, self.settings, program)})
-        super().write_finding(directory, name, target, record)
+        super().write_finding(directory, name, target, record, suffix=suffix)
 
 
 def _never_a_finding(target: Target, text: str, outcome: Outcome) -> Verdict:

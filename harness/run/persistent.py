@@ -598,9 +598,9 @@ class PersistentRunner:
         return PersistentEvidence(self.target, self.last_position, tuple(self.last_history))
 
     def write_finding(self, directory, name: str, text: str, verdict: Verdict,
-                      extra: dict | None = None) -> None:
+                      extra: dict | None = None, *, suffix: str) -> None:
         """:meth:`PersistentEvidence.write_finding` for the last program judged."""
-        self.evidence().write_finding(directory, name, text, verdict, extra)
+        self.evidence().write_finding(directory, name, text, verdict, extra, suffix=suffix)
 
 
 @dataclass(frozen=True)
@@ -613,7 +613,7 @@ class PersistentEvidence:
     history: tuple[str, ...]
 
     def write_finding(self, directory, name: str, text: str, verdict: Verdict,
-                      extra: dict | None = None) -> None:
+                      extra: dict | None = None, *, suffix: str) -> None:
         """:func:`harness.run.runner.write_finding` plus, for a persistent-only
         finding, ``persistent`` in ``NAME.json`` (driver command line, position,
         restart interval, history file) and ``NAME.history.txt`` (the programs
@@ -632,4 +632,4 @@ class PersistentEvidence:
                 "history": history_name,
                 "history_programs": len(self.history),
             }
-        write_finding(directory, name, text, self.target.process, verdict, extra=extra or None)
+        write_finding(directory, name, text, self.target.process, verdict, extra=extra or None, suffix=suffix)

@@ -560,9 +560,11 @@ def _tail(s: str) -> str:
 
 
 def write_finding(
-    directory, name: str, text: str, target: Target, verdict: Verdict, extra: Mapping | None = None
+    directory, name: str, text: str, target: Target, verdict: Verdict, extra: Mapping | None = None, *,
+    suffix: str,
 ) -> None:
-    """Write ``NAME.mlir`` (the program as the target read it) and ``NAME.json``.
+    """Write ``NAME<suffix>`` (the program as the target read it; the grammar's
+    suffix, :func:`harness.contract.program_suffix`) and ``NAME.json``.
 
     ``NAME.json`` holds: ``name``, ``target`` (name, argv, render, limits,
     expectations source), ``command`` (a shell line that reproduces the run),
@@ -575,7 +577,7 @@ def write_finding(
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    program = d / f"{name}.mlir"
+    program = d / f"{name}{suffix}"
     # Each file appears whole (write then rename), the .json last: a sidecar
     # never exists half-written, and crash-<sha1> (libFuzzer's, written after
     # this returns) never exists without both.

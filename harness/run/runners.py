@@ -91,13 +91,13 @@ class Result:
     #: a persistent-only finding's fresh run, which did not fail: what the program does alone
     fresh: Optional[Verdict] = None
 
-    def write_finding(self, directory, name: str, target: Target, extra=None) -> None:
-        """``NAME.mlir`` and ``NAME.json`` (harness.run.runner.write_finding), with the
+    def write_finding(self, directory, name: str, target: Target, extra=None, *, suffix: str) -> None:
+        """``NAME<suffix>`` and ``NAME.json`` (harness.run.runner.write_finding), with the
         driver's evidence for a persistent-only finding."""
         if self.evidence is not None:
-            self.evidence.write_finding(directory, name, self.program.text, self.verdict, extra)
+            self.evidence.write_finding(directory, name, self.program.text, self.verdict, extra, suffix=suffix)
         else:
-            write_finding(directory, name, self.program.text, target, self.verdict, extra)
+            write_finding(directory, name, self.program.text, target, self.verdict, extra, suffix=suffix)
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Triage's inputs: the fuzz artifacts and ``.mlir`` files named on the
-command line or found in folders, each read into a program (a derivation
+"""Triage's inputs: the fuzz artifacts and ``.mlir`` files (the grammar's suffix)
+named on the command line or found in folders, each read into a program (a derivation
 tree, or the text as given when it is not in the shape).
 
 What is collected, what is skipped and why: step 1 of
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from harness.contract import program_suffix
 from harness.core.codec import decode
 from harness.core.grammar import CompiledGrammar, Node, default_grammar
 from harness.core.parse import parse, split_programs
@@ -25,8 +26,8 @@ from harness.triage.wrong_code import left_to_the_oracle
 __all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "load_input_file"]
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-", "minimized-from-")
-_NOT_ARTIFACT_SUFFIXES = (".mlir", ".json", ".txt", ".log", ".md", ".partial")  # .partial: half-written
-_SIDECAR_SUFFIXES = (".mlir", ".json")
+#: with the grammar's program suffix (harness.contract.program_suffix): not a raw artifact
+_NOT_ARTIFACT_SUFFIXES = (".json", ".txt", ".log", ".md", ".partial")  # .partial: half-written
 
 
 class InputError(Exception):
@@ -72,8 +73,9 @@ class Collection:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
 
 
-def _is_artifact(name: str) -> bool:
-    return name.startswith(ARTIFACT_PREFIXES) and not name.endswith(_NOT_ARTIFACT_SUFFIXES)
+def _is_artifact(name: str, program: str) -> bool:
+    """Is ``name`` a raw fuzz artifact (``program``: the grammar's program suffix)?"""
+    return name.startswith(ARTIFACT_PREFIXES) and not name.endswith((program, *_NOT_ARTIFACT_SUFFIXES))
 
 
 def load_input_file(path: Path, display: str | None = None,
@@ -85,7 +87,7 @@ def load_input_file(path: Path, display: str | None = None,
         data = path.read_bytes()
     except OSError as e:
         raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
-    if path.suffix != ".mlir":
+    if path.suffix != program_suffix(grammar):
         program = decode(data, grammar)
         return [Input(display, _sha(data), "bytes", program, render(program, grammar), None, grammar)]
     text = data.decode("utf-8", errors="replace")
@@ -109,6 +111,7 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                    grammar: CompiledGrammar | None = None) -> Collection:
     """Every input under ``paths`` (files as given, folders scanned); raises InputError."""
     excluded = {os.path.realpath(p) for p in exclude}
+    program = program_suffix(grammar or default_grammar())
     out = Collection()
     seen_files: set[str] = set()
     for given in paths:
@@ -147,12 +150,12 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                     out.skipped.append((str(full), oracle_file))
                     continue
                 stem, suffix = os.path.splitext(name)
-                if suffix in _SIDECAR_SUFFIXES and stem in names and _is_artifact(stem):
+                if suffix in (program, ".json") and stem in names and _is_artifact(stem, program):
                     out.skipped.append((str(full), f"sidecar of {stem}"))
                     continue
-                if _is_artifact(name) or suffix == ".mlir":
+                if _is_artifact(name, program) or suffix == program:
                     seen_files.add(real)
                     out.inputs.extend(load_input_file(full, grammar=grammar))
                 else:
-                    out.skipped.append((str(full), "not a fuzz artifact or .mlir file"))
+                    out.skipped.append((str(full), f"not a fuzz artifact or {program} file"))
     return out

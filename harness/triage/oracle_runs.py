@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
+from harness.contract import program_suffix
 from harness.core.grammar import CompiledGrammar
 from harness.core.parse import parse
 from harness.run import lifetime
@@ -242,7 +243,7 @@ def run_oracle_triage(config: OracleRunConfig, oracle: OracleTriage, *,
         db.finish_run(run_id)
         report_dir = None
         if config.out_dir:
-            write_reports(db, config.out_dir, run_id=run_id)
+            write_reports(db, config.out_dir, suffix=program_suffix(config.grammar), run_id=run_id)
             report_dir = config.out_dir
         return OracleSummary(
             run_id=run_id, resumed=resumed, findings=len(config.findings), already_known=known,

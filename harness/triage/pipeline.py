@@ -96,6 +96,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from harness.contract import program_suffix
 from harness.core.grammar import CompiledGrammar, default_grammar
 from harness.core.reduce import reduce_lines
 from harness.run.runner import Target
@@ -392,7 +393,7 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
         if config.out_dir:
             if config.progress:
                 log(f"triage: writing the reports to {config.out_dir}")
-            write_reports(db, config.out_dir, run_id=run_id)
+            write_reports(db, config.out_dir, suffix=program_suffix(grammar), run_id=run_id)
             report_dir = config.out_dir
         counts = db.counts()
         run = db.run(run_id)

@@ -16,6 +16,9 @@ status)::
     DIR/bucket-N/input.mlir       a divergence bucket: what both builds read
     DIR/bucket-N/reproduce.sh     a divergence bucket: both builds on input.mlir, diffed
 
+A crash bucket's program files (minimized, regression, text-reduced) end in the
+grammar's suffix (``.mlir``, or its ``SUFFIX``: :func:`harness.contract.program_suffix`).
+
 A bucket of another oracle (wrong code: ``oracle`` ``differential``) has the
 same files but ``stderr.txt``; its regression test is the lit test that
 oracle's triage stored (RUN: optimizer | lowering | runner | FileCheck,
@@ -298,8 +301,9 @@ def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
     return d
 
 
-def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
-    """The content of report.json."""
+def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict:
+    """The content of report.json; a crash bucket's program files end in ``suffix`` (the
+    grammar's, :func:`harness.contract.program_suffix`)."""
     run = db.run(run_id) if run_id is not None else db.last_run()
     run_json = None
     if run is not None:
@@ -314,10 +318,11 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
     primary = {b["id"]: db.primary_of(b["id"]) for b in rows}
     for b in rows:
         d = f"bucket-{b['id']}"
+        own = bucket_suffix(b, suffix)
         minimized = None
         if b["minimized_text"] is not None:
             minimized = {
-                "path": f"{d}/minimized.mlir",
+                "path": f"{d}/minimized{own}",
                 "in_shape": bool(b["minimized_in_shape"]),
                 "tree": b["minimized_tree"],
                 "bytes": b["minimized_data"].hex() if b["minimized_data"] is not None else None,
@@ -335,7 +340,7 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
         text_reduced = None
         if b["text_reduced"] is not None:
             text_reduced = {
-                "path": f"{d}/text-reduced.mlir",
+                "path": f"{d}/text-reduced{own}",
                 "lines": b["text_reduced_lines"],
                 "target_runs": b["text_runs"],
             }
@@ -344,7 +349,7 @@ def report_data(db: TriageDB, *, run_id: int | None = None) -> dict:
             minimized["text"] = b["minimized_text"]
         regression = None
         if minimized and (not oracle or b["lit_test"]):
-            regression = f"{d}/regression.mlir"
+            regression = f"{d}/regression{own}"
         buckets.append(
             {
                 "id": b["id"],
@@ -546,10 +551,18 @@ def report_markdown(data: dict) -> str:
     return "\n".join(lines)
 
 
-def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | None = None) -> dict:
-    """Write every bucket's files, report.md, report.json and report.html; return the report data."""
+def bucket_suffix(bucket, suffix: str) -> str:
+    """The suffix of a bucket's program files: the grammar's (``suffix``) for a crash
+    bucket; ``.mlir`` for the oracles' buckets, whose programs are MLIR by nature (the
+    differential oracle and the build comparison run only loom's grammars)."""
+    return suffix if bucket["oracle"] == "crash" else ".mlir"
+
+
+def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, suffix: str, run_id: int | None = None) -> dict:
+    """Write every bucket's files, report.md, report.json and report.html; return the report
+    data (``suffix``: the grammar's program suffix, :func:`bucket_suffix`)."""
     out = Path(out_dir)
-    data = report_data(db, run_id=run_id)
+    data = report_data(db, suffix=suffix, run_id=run_id)
     for b in db.buckets():
         d = out / f"bucket-{b['id']}"
         if b["oracle"] != "crash":  # its triage stored its lit test and values
@@ -565,15 +578,15 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, run_id: int | Non
                        f"diffed\ncd \"$(dirname \"$0\")\"\n{details.get('reproduce', '')}\n", 0o755)
             continue
         if b["minimized_text"] is not None:
-            _write(d / "minimized.mlir", b["minimized_text"])
-            _write(d / "regression.mlir", regression_test(b))
+            _write(d / f"minimized{suffix}", b["minimized_text"])
+            _write(d / f"regression{suffix}", regression_test(b))
         stderr = b["minimized_stderr"]
         if stderr is None:
             rows = db.members(b["id"])
             stderr = next((r["stderr"] for r in rows if r["stderr"]), "")
         _write(d / "stderr.txt", stderr)
         if b["text_reduced"] is not None:
-            _write(d / "text-reduced.mlir", b["text_reduced"])
+            _write(d / f"text-reduced{suffix}", b["text_reduced"])
     _write(out / "report.json", json.dumps(data, indent=2) + "\n")
     _write(out / "report.md", report_markdown(data))
     from harness.triage.report_html import report_html  # matplotlib: only when reports are written

@@ -1,13 +1,15 @@
 """A small non-MLIR language for the generic core's tests: integer arithmetic.
 
-Its own profile name, no contract (nothing checks its programs beyond the
-grammar) and a rendering of its own: ``words`` spells the operators out.
+Its own profile name, its own program file suffix, no contract (nothing
+checks its programs beyond the grammar) and a rendering of its own: ``words``
+spells the operators out.
 ``tests/fixtures/calc_target.py`` is its test-double target: it aborts on a
 division by the literal ``0``.
 """
 
 START = "<start>"
 PROFILE = "calc"
+SUFFIX = ".calc"
 MAX_DEPTH = 40
 
 
