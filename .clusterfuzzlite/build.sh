@@ -34,6 +34,10 @@ if [ ${#fuzzers[@]} -eq 0 ]; then
 fi
 
 for fuzzer in "${fuzzers[@]}"; do
+  # program_fuzzer.py is the same target for grammars with their own file suffix
+  # (SUFFIX); bundled without an options file it would fuzz the default grammar
+  # again, beside loom_opt_fuzzer.py
+  [ "$(basename "$fuzzer")" = program_fuzzer.py ] && continue
   compile_python_fuzzer "$fuzzer" \
     --paths "$SRC/loom-fuzz" \
     --collect-data harness \

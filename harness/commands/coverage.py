@@ -22,7 +22,7 @@ alternative under every alternative of its nearest enclosing choice.
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
-    parser.add_argument("corpus", nargs="+", metavar="CORPUS", help="fuzz inputs, .mlir files, folders")
+    parser.add_argument("corpus", nargs="+", metavar="CORPUS", help="fuzz inputs, program files (the grammar's SUFFIX, default .mlir), folders")
     add_grammar_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -54,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=whole_number(0), metavar="N",
                         help="how many indices from --start (default: all to the end)")
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="a folder for one .mlir file per program, named by index, or - for stdout "
+                        help="a folder for one file per program (the grammar's SUFFIX, default .mlir), named by index, or - for stdout "
                              "separated by '// -----' lines (default -, unless --run)")
     parser.add_argument("--render", metavar="STYLE",
                         help="with -o: a rendering of the grammar (default canonical; --run renders "

@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "and prints the results: mlir-runner-22 runs it)")
     add_grammar_arguments(parser)
     parser.add_argument("-o", "--output", default="-", metavar="DIR",
-                        help="a folder for one .mlir file per program, or - for stdout separated by "
+                        help="a folder for one file per program (the grammar's SUFFIX, default .mlir), or - for stdout separated by "
                              "'// -----' lines (default -)")
     parser.add_argument("--stats", action="store_true",
                         help="print a table of every weighted choice's observed frequency next to its "

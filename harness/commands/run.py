@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help=".mlir files, folders of them, or - (a '// -----' stream on stdin)")
+                        help="program files (the grammar's SUFFIX, default .mlir), folders of them, or - (a '// -----' stream on stdin)")
     parser.add_argument("-n", "--count", type=whole_number(1),
                         help="with no INPUT: how many programs to generate (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")

@@ -51,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "already in the database are not run again; a run that was killed is resumed."
     )
     parser.add_argument("words", nargs="*", metavar="INPUT",
-                        help="fuzz artifacts, .mlir files or folders (or an action and its arguments)")
+                        help="fuzz artifacts, program files (.mlir, or the grammar's SUFFIX) or folders (or an action and its arguments)")
     target_group = parser.add_argument_group("target (as for loomfuzz fuzz)")
     add_target_arguments(target_group)
     add_runner_argument(target_group)
@@ -189,7 +189,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.triage.wrong_code import KINDS
 
     if not inputs:
-        return _error("no INPUT: name fuzz artifacts, .mlir files or folders to triage")
+        return _error("no INPUT: name fuzz artifacts, program files or folders to triage")
     grammar = grammar_from_args(args)  # a bad grammar: one line, exit 2 (harness.cli)
 
     if args.reference_loom_opt or args.reference_mlir_opt:
