@@ -34,6 +34,7 @@ from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.sources import from_generator  # noqa: E402
 from harness.fuzzing.sweep import run_sweep  # noqa: E402
 from harness.run.runner import TargetNotFound, resolve_target  # noqa: E402
+from harness.run.runners import BatchRunner, ProcessRunner  # noqa: E402
 
 GOAL = 10.0
 
@@ -41,8 +42,11 @@ GOAL = 10.0
 def sweep(texts, target, folder: Path, batch_size, start=0, count=None):
     count = len(texts) - start if count is None else count
     began = time.perf_counter()
-    result = run_sweep(count, texts.__getitem__, target, folder, source=f"bench {batch_size}", suffix=".mlir",
-                       start=start, batch_size=batch_size, progress=False)
+    # one process per program, or batches (None: the automatic size)
+    runner = ProcessRunner(target) if batch_size == 1 else BatchRunner(target, batch_size=batch_size)
+    with runner:
+        result = run_sweep(count, texts.__getitem__, runner, folder, source=f"bench {batch_size}",
+                           suffix=".mlir", start=start, progress=False)
     seconds = time.perf_counter() - began
     return result, seconds
 
