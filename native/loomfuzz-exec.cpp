@@ -4,25 +4,30 @@
 #include "loomfuzz-exec.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -102,8 +107,8 @@ void marker(long program, const char *stage) {
 // insertvalue and hands the whole block to SelectionDAG, which costs most of
 // the time of a JIT.  No arithmetic is touched: nothing that an optimizer
 // under test could also get wrong.
-llvm::Error forwardInsertedValues(llvm::Module *module) {
-  for (llvm::Function &function : *module) {
+void forwardInsertedValues(llvm::Module &module) {
+  for (llvm::Function &function : module) {
     for (llvm::BasicBlock &block : function) {
       for (llvm::Instruction &inst : llvm::make_early_inc_range(block)) {
         auto *extract = llvm::dyn_cast<llvm::ExtractValueInst>(&inst);
@@ -130,7 +135,6 @@ llvm::Error forwardInsertedValues(llvm::Module *module) {
       }
     }
   }
-  return llvm::Error::success();
 }
 
 struct Reader {
@@ -220,6 +224,20 @@ struct ExecService::Impl {
     return mlir::succeeded(pm.run(module));
   }
 
+  // The reference lowering of `module`, verified once at its end (the pass
+  // manager does not verify between its passes: the input was verified when
+  // parsed, and four verifications cost a third of the lowering).
+  bool lower(mlir::ModuleOp module, std::string &diagnostics) {
+    if (!run(*lowering, module, diagnostics))
+      return false;
+    llvm::raw_string_ostream stream(diagnostics);
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+      stream << diag.getLocation() << ": " << diag << "\n";
+      return mlir::success();
+    });
+    return mlir::succeeded(mlir::verify(module));
+  }
+
   // Parse, optimize (or take the given text), reparse, lower: everything up to the JIT.
   void prepare(long k, Program &p) {
     marker(k, "parse");
@@ -258,12 +276,12 @@ struct ExecService::Impl {
     absorb(*optimized, *p.lowered, table, "o" + key + "_");
     marker(k, "lower");
     std::string detail;
-    if (!run(*lowering, *p.lowered, detail)) {
+    if (!lower(*p.lowered, detail)) {
       // whose?  The original alone says (rare: the reference lowering refuses little)
       p.lowered = nullptr;
       std::string ignored;
       mlir::OwningOpRef<mlir::ModuleOp> alone = parse(p.original, ignored);
-      bool originalLowers = !p.runOriginal || (alone && run(*lowering, *alone, ignored));
+      bool originalLowers = !p.runOriginal || (alone && lower(*alone, ignored));
       p.stage = originalLowers ? ExecStage::LowerOptimized : ExecStage::Lower;
       p.detail += detail;
     }
@@ -283,12 +301,26 @@ struct ExecService::Impl {
     for (mlir::Operation &op : module.getBody()->getOperations())
       ops.push_back(&op);
     if (!prefix.empty()) {
-      mlir::SymbolTable table(module);
+      // Every definition renamed, then every reference in one walk (SymbolTable::rename
+      // walks the whole module once per symbol).
+      llvm::DenseMap<mlir::StringAttr, mlir::StringAttr> renamed;
       for (mlir::Operation *op : ops) {
         auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
-        if (name && !isDeclaration(op))
-          (void)table.rename(op, prefix + name.getValue().str());
+        if (name && !isDeclaration(op)) {
+          auto to = mlir::StringAttr::get(module.getContext(), prefix + name.getValue().str());
+          renamed[name] = to;
+          op->setAttr(mlir::SymbolTable::getSymbolAttrName(), to);
+        }
       }
+      mlir::AttrTypeReplacer replacer;
+      replacer.addReplacement([&](mlir::SymbolRefAttr ref) -> std::optional<mlir::Attribute> {
+        auto found = renamed.find(ref.getRootReference());
+        if (found == renamed.end())
+          return std::nullopt;
+        return mlir::SymbolRefAttr::get(found->second, ref.getNestedReferences());
+      });
+      replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                            /*replaceTypes=*/false);
     }
     for (mlir::Operation *op : ops) {
       auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
@@ -303,72 +335,124 @@ struct ExecService::Impl {
     }
   }
 
-  std::unique_ptr<mlir::ExecutionEngine> jit(mlir::ModuleOp module, std::string &detail) {
+  // The worker's one JIT, made on first use (a request is only ever handled
+  // in a forked worker, so the zygote never owns one).  Each batch's code is
+  // added under its own resource tracker and removed after the batch: no
+  // engine to build and tear down per batch, no platform (the modules have no
+  // static constructors), and only the mains are looked up.
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+
+  llvm::Error ensureJit() {
+    if (lljit)
+      return llvm::Error::success();
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder)
+      return builder.takeError();
+    // -O0 as mlir-runner -O0 runs: no LLVM IR passes; codegen without
+    // optimisation (FastISel where it applies).
+    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
+    auto created = llvm::orc::LLJITBuilder()
+                       .setJITTargetMachineBuilder(std::move(*builder))
+                       .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+                       .create();
+    if (!created)
+      return created.takeError();
+    std::unique_ptr<llvm::orc::LLJIT> made = std::move(*created);
+    llvm::orc::SymbolMap printers;
+    auto add = [&](const char *name, void *address) {
+      printers[made->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                                llvm::JITSymbolFlags::Exported};
+    };
+    add("printI64", reinterpret_cast<void *>(&loomfuzzPrintI64));
+    add("printComma", reinterpret_cast<void *>(&loomfuzzPrintComma));
+    add("printNewline", reinterpret_cast<void *>(&loomfuzzPrintNewline));
+    if (llvm::Error error =
+            made->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(printers))))
+      return error;
+    lljit = std::move(made);
+    return llvm::Error::success();
+  }
+
+  // One batch's compiled code: its mains by name; the code goes with it.
+  struct Loaded {
+    llvm::orc::ResourceTrackerSP tracker;
+    std::map<std::string, void (*)()> mains;
+    ~Loaded() {
+      if (tracker)
+        llvm::consumeError(tracker->remove());
+    }
+  };
+
+  // Translates `module` to LLVM IR, compiles it and finds `mains` (functions
+  // `void ()`); null with the reason in `detail` if any step fails.
+  std::unique_ptr<Loaded> jit(mlir::ModuleOp module, const std::vector<std::string> &mains,
+                              std::string &detail) {
     llvm::raw_string_ostream stream(detail);
     mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
       stream << diag.getLocation() << ": " << diag << "\n";
       return mlir::success();
     });
-    mlir::ExecutionEngineOptions options;
-    // -O0 as mlir-runner -O0 runs: no LLVM IR passes; codegen without
-    // optimisation (FastISel where it applies), much faster than the
-    // runner's default codegen level.
-    options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
-    options.enableObjectDump = false;
-    options.transformer = forwardInsertedValues;
-    options.enableGDBNotificationListener = false;
-    options.enablePerfNotificationListener = false;
-    // ... but MLIR 22's ExecutionEngine::create compiles with the target
-    // machine it is given (or a default one at CodeGenOptLevel::Default) and
-    // ignores jitCodeGenOptLevel: the level must be in the machine itself.
-    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!builder) {
-      stream << llvm::toString(builder.takeError()) << "\n";
+    if (llvm::Error error = ensureJit()) {
+      stream << llvm::toString(std::move(error)) << "\n";
       return nullptr;
     }
-    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
-    auto machine = builder->createTargetMachine();
-    if (!machine) {
-      stream << llvm::toString(machine.takeError()) << "\n";
+    auto llvmContext = std::make_unique<llvm::LLVMContext>();
+    std::unique_ptr<llvm::Module> llvmModule =
+        mlir::translateModuleToLLVMIR(module, *llvmContext, "loomfuzz-exec");
+    if (!llvmModule) {
+      stream << "cannot translate the lowered module to LLVM IR\n";
       return nullptr;
     }
-    auto created = mlir::ExecutionEngine::create(module, options, std::move(*machine));
-    if (!created) {
-      stream << llvm::toString(created.takeError()) << "\n";
+    llvmModule->setDataLayout(lljit->getDataLayout());
+    llvmModule->setTargetTriple(lljit->getTargetTriple());
+    forwardInsertedValues(*llvmModule);
+    auto loaded = std::make_unique<Loaded>();
+    loaded->tracker = lljit->getMainJITDylib().createResourceTracker();
+    if (llvm::Error error = lljit->addIRModule(
+            loaded->tracker, llvm::orc::ThreadSafeModule(std::move(llvmModule),
+                                                         llvm::orc::ThreadSafeContext(
+                                                             std::move(llvmContext))))) {
+      stream << llvm::toString(std::move(error)) << "\n";
       return nullptr;
     }
-    std::unique_ptr<mlir::ExecutionEngine> engine = std::move(*created);
-    engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-      llvm::orc::SymbolMap map;
-      auto add = [&](const char *name, void *address) {
-        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                               llvm::JITSymbolFlags::Exported};
-      };
-      add("printI64", reinterpret_cast<void *>(&loomfuzzPrintI64));
-      add("printComma", reinterpret_cast<void *>(&loomfuzzPrintComma));
-      add("printNewline", reinterpret_cast<void *>(&loomfuzzPrintNewline));
-      return map;
-    });
-    engine->initialize();
-    return engine;
+    // One lookup for every main: the module is compiled here, under the
+    // caller's "jit" marker, not inside the first call.
+    llvm::orc::SymbolLookupSet names;
+    for (const std::string &name : mains)
+      names.add(lljit->mangleAndIntern(name));
+    auto found = lljit->getExecutionSession().lookup(
+        llvm::orc::makeJITDylibSearchOrder(&lljit->getMainJITDylib()), std::move(names));
+    if (!found) {
+      stream << llvm::toString(found.takeError()) << "\n";
+      return nullptr;
+    }
+    for (const std::string &name : mains)
+      loaded->mains[name] =
+          (*found)[lljit->mangleAndIntern(name)].getAddress().toPtr<void (*)()>();
+    return loaded;
   }
 
-  // Calls `symbol` (a main); false with the reason if it cannot be called.
-  static bool call(mlir::ExecutionEngine &engine, const std::string &symbol, std::string &output,
-                   std::string &detail) {
+  // Calls a compiled main and captures what it prints.
+  static void call(void (*main)(), std::string &output) {
     capture.clear();
-    if (llvm::Error error = engine.invokePacked(symbol)) {
-      detail += llvm::toString(std::move(error)) + "\n";
-      return false;
-    }
+    main();
     output = std::move(capture);
     capture.clear();
-    return true;
   }
 
-  // Every prepared program of the batch in one engine: one translation and one
-  // codegen for all.  Only the mains are callable from outside (the engine
-  // wraps each callable function for invokePacked: the others need no wrapper).
+  // Whether the module has a callable `name` (a defined `void ()`): what a
+  // buggy optimizer left of main is checked before anything calls it.
+  static bool hasMain(mlir::ModuleOp module, llvm::StringRef name) {
+    auto function = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
+    if (!function || function.isExternal())
+      return false;
+    mlir::LLVM::LLVMFunctionType type = function.getFunctionType();
+    return type.getNumParams() == 0 && !type.isVarArg() &&
+           llvm::isa<mlir::LLVM::LLVMVoidType>(type.getReturnType());
+  }
+
+  // Every prepared program of the batch in one module: one translation and one
+  // codegen for all.  Only the mains are looked up from outside.
   void runBatch(std::vector<Program> &programs) {
     std::vector<size_t> live;
     for (size_t k = 0; k < programs.size(); ++k)
@@ -386,31 +470,49 @@ struct ExecService::Impl {
     for (auto function : combined->getOps<mlir::LLVM::LLVMFuncOp>())
       if (!function.isExternal() && !function.getSymName().ends_with("_main"))
         function.setLinkage(mlir::LLVM::Linkage::Internal);
-    marker(live.size() == 1 ? static_cast<long>(live[0]) : -1, "jit");
+    std::vector<std::string> mains;
+    std::vector<size_t> callable;
+    for (size_t k : live) {
+      Program &p = programs[k];
+      std::string key = std::to_string(k);
+      if (p.runOriginal && !hasMain(*combined, "r" + key + "_main")) {
+        p.stage = ExecStage::Run;
+        p.detail += "the lowered original has no function main of type () -> ()\n";
+      } else if (!hasMain(*combined, "o" + key + "_main")) {
+        p.stage = ExecStage::RunOptimized;
+        p.detail += "the lowered optimized module has no function main of type () -> ()\n";
+      } else {
+        if (p.runOriginal)
+          mains.push_back("r" + key + "_main");
+        mains.push_back("o" + key + "_main");
+        callable.push_back(k);
+      }
+    }
+    if (callable.empty())
+      return;
+    marker(callable.size() == 1 ? static_cast<long>(callable[0]) : -1, "jit");
     std::string detail;
-    auto engine = jit(*combined, detail);
-    if (!engine) {
-      for (size_t k : live) {
+    std::unique_ptr<Loaded> loaded = jit(*combined, mains, detail);
+    if (!loaded) {
+      for (size_t k : callable) {
         Program &p = programs[k];
         p.detail += detail;
         // a batch: the harness asks again one by one; one program: whose is it?
-        p.stage = live.size() > 1 ? ExecStage::JitBatch
+        p.stage = callable.size() > 1 ? ExecStage::JitBatch
                   : (!p.runOriginal || compilesAlone(p.original) ? ExecStage::JitOptimized
                                                                  : ExecStage::Jit);
       }
       return;
     }
-    for (size_t k : live) {
+    for (size_t k : callable) {
       Program &p = programs[k];
       std::string key = std::to_string(k);
-      marker(static_cast<long>(k), "run");
-      if (p.runOriginal && !call(*engine, "r" + key + "_main", p.referenceOutput, p.detail)) {
-        p.stage = ExecStage::Run;
-        continue;
+      if (p.runOriginal) {
+        marker(static_cast<long>(k), "run");
+        call(loaded->mains["r" + key + "_main"], p.referenceOutput);
       }
       marker(static_cast<long>(k), "run-optimized");
-      if (!call(*engine, "o" + key + "_main", p.optimizedOutput, p.detail))
-        p.stage = ExecStage::RunOptimized;
+      call(loaded->mains["o" + key + "_main"], p.optimizedOutput);
     }
   }
 
@@ -418,7 +520,7 @@ struct ExecService::Impl {
   bool compilesAlone(llvm::StringRef text) {
     std::string ignored;
     mlir::OwningOpRef<mlir::ModuleOp> alone = parse(text, ignored);
-    return alone && run(*lowering, *alone, ignored) && jit(*alone, ignored) != nullptr;
+    return alone && lower(*alone, ignored) && jit(*alone, {"main"}, ignored) != nullptr;
   }
 };
 
@@ -428,6 +530,8 @@ ExecService::ExecService(mlir::MLIRContext &context,
   impl->lowering = std::make_unique<mlir::PassManager>(&context);
   if (mlir::failed(mlir::parsePassPipeline(kLowering, *impl->lowering, llvm::errs())))
     impl->lowering.reset(); // cannot happen with MLIR 22's passes; handle() says so
+  else // verified once, after the last pass (lowered()): a third of the lowering's time
+    impl->lowering->enableVerifier(false);
 }
 
 ExecService::~ExecService() = default;
