@@ -2,7 +2,8 @@
 """Wrong code: the exec rendering, the interpreter and the differential judge at scale.
 
     python benchmarks/bench_exec.py [-n N] [--seed S] [--batch B] [--pipeline P ...]
-                                    [--runner both|persistent|process] [--agreement-only] [--quick]
+                                    [--runner both|persistent|process] [--agreement-only | --judge-only]
+                                    [--quick]
 
 On N programs of a P1-P24 profile (``--profile``, default wide; seed S), in batches of B programs:
 
@@ -21,7 +22,8 @@ On N programs of a P1-P24 profile (``--profile``, default wide; seed S), in batc
   on the real mlir-opt-22 is a false alarm until proven otherwise (it must be
   0) and is written to ``--artifacts``.
 
-The issue's sizes are 10,000 programs for (a) and 20,000 per pipeline for (b);
+``--agreement-only`` runs (a) alone, ``--judge-only`` (b) alone.  The issue's sizes are 10,000
+programs for (a) and 20,000 per pipeline for (b);
 default N is 2,000; ``--quick`` is 96 programs, one pipeline, batches of 24.
 """
 
@@ -64,6 +66,9 @@ def main() -> int:
     parser.add_argument("--pipeline", action="append", help=f"pipelines (default: the four of {PIPELINES})")
     parser.add_argument("--agreement-only", action="store_true",
                         help="only (a): the interpreter against the unoptimized run, no optimizer")
+    parser.add_argument("--judge-only", action="store_true",
+                        help="only (b): no interpreter and no separate unoptimized run (the judges "
+                             "still execute both sides); for false-alarm counts at scale")
     parser.add_argument("--artifacts", type=Path, default=Path("bench-exec-findings"))
     parser.add_argument("--runner", choices=("both", "persistent", "process"), default="both",
                         help="(b)'s executors: both side by side (default), or one")
@@ -98,23 +103,24 @@ def main() -> int:
         t = time.perf_counter()
         texts = [exec_module(p) for p in programs]
         seconds["render"] += time.perf_counter() - t
-        t = time.perf_counter()
-        expected = []
-        for program in programs:
-            try:
-                expected.append(interpret_program(program))
-            except InterpretError as error:  # undefined behaviour would be a generator bug
-                expected.append(None)
-                undefined += 1
-                print(f"interpreter: {error}", file=sys.stderr)
-        seconds["interpret"] += time.perf_counter() - t
-        t = time.perf_counter()
-        references = reference_outputs(texts, toolchain)
-        seconds["reference"] += time.perf_counter() - t
-        for k, (mine, real) in enumerate(zip(expected, references)):
-            if mine != real:
-                disagreements += 1
-                first_disagreement = first_disagreement or (done + k, programs[k])
+        if not args.judge_only:
+            t = time.perf_counter()
+            expected = []
+            for program in programs:
+                try:
+                    expected.append(interpret_program(program))
+                except InterpretError as error:  # undefined behaviour would be a generator bug
+                    expected.append(None)
+                    undefined += 1
+                    print(f"interpreter: {error}", file=sys.stderr)
+            seconds["interpret"] += time.perf_counter() - t
+            t = time.perf_counter()
+            references = reference_outputs(texts, toolchain)
+            seconds["reference"] += time.perf_counter() - t
+            for k, (mine, real) in enumerate(zip(expected, references)):
+                if mine != real:
+                    disagreements += 1
+                    first_disagreement = first_disagreement or (done + k, programs[k])
         for pipeline in pipelines:
             judged = {}
             for kind in kinds:
@@ -140,11 +146,15 @@ def main() -> int:
 
     n = args.count
     print(f"bench_exec: {n} {args.profile} programs, seed {args.seed}, batches of {args.batch}")
-    print(f"(a) exec rendering {n / seconds['render']:.0f} programs/s; interpreter "
-          f"{n / seconds['interpret']:.0f} programs/s; unoptimized run (lower + run, batched) "
-          f"{n / seconds['reference']:.1f} programs/s")
-    print(f"    interpreter vs unoptimized execution: {n - disagreements - undefined} agree, "
-          f"{disagreements} disagree, {undefined} undefined")
+    if args.judge_only:
+        print(f"(a) exec rendering {n / seconds['render']:.0f} programs/s; no interpreter or separate "
+              "unoptimized run (--judge-only)")
+    else:
+        print(f"(a) exec rendering {n / seconds['render']:.0f} programs/s; interpreter "
+              f"{n / seconds['interpret']:.0f} programs/s; unoptimized run (lower + run, batched) "
+              f"{n / seconds['reference']:.1f} programs/s")
+        print(f"    interpreter vs unoptimized execution: {n - disagreements - undefined} agree, "
+              f"{disagreements} disagree, {undefined} undefined")
     if first_disagreement:
         print(f"    first disagreement: program {first_disagreement[0]}")
     for run, executor in executors.items():  # the drivers exit: their CPU time is ours now
