@@ -120,6 +120,37 @@ def _wait_for_batches(folder: Path, proc: subprocess.Popen, batches: int, limit:
     pytest.fail("the sweep journaled nothing in time")
 
 
+def test_a_stop_right_after_a_batch_is_journaled_journals_it_once(fake_loom_opt, tmp_path, monkeypatch):
+    """A stop signal raises Interrupted between any two statements; one raised just after a
+    batch's journal line is written (found under Slurm: scancel, then the task submitted again
+    refused its journal, "[24, 28) overlaps [24, 28) done before") must not make the
+    interrupted sweep journal that batch a second time.  The resumed sweep then runs the
+    rest, and the journal holds every index exactly once."""
+    texts = [f"// program {i}\n" for i in range(12)]
+    target = Target("loom-opt", (fake_loom_opt,))
+    real_record, calls = SweepJournal.record, []
+
+    def record_then_stop(self, *args, **kwargs):
+        real_record(self, *args, **kwargs)
+        calls.append(args[:2])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # what the stop handler raises, at the worst moment
+
+    monkeypatch.setattr(SweepJournal, "record", record_then_stop)
+    with BatchRunner(target, batch_size=3) as runner:
+        stopped = run_sweep(len(texts), texts.__getitem__, runner, tmp_path, source="t", suffix=".mlir",
+                            progress=False)
+    assert stopped.interrupted and not stopped.complete
+    assert _ranges(tmp_path) == [(0, 3), (3, 6)]
+    monkeypatch.setattr(SweepJournal, "record", real_record)
+    with BatchRunner(target, batch_size=3) as runner:
+        resumed = run_sweep(len(texts), texts.__getitem__, runner, tmp_path, source="t", suffix=".mlir",
+                            progress=False)
+    assert resumed.complete and resumed.resumed == 6
+    done = [i for lo, hi in _ranges(tmp_path) for i in range(lo, hi)]
+    assert sorted(done) == list(range(12)) and len(done) == len(set(done))
+
+
 def test_a_sweep_killed_with_sigkill_resumes_to_the_uninterrupted_result(fake_loom_opt, tmp_path):
     args = ["run", "-n", "400", "--seed", "3", "--loom-opt", fake_loom_opt, PLANTS,
             "--batch-size", "8", "--no-progress"]

@@ -195,10 +195,17 @@ def run_sweep(
     def flush() -> None:
         if not pending:
             return
-        lo, hi = pending[0].program.key, pending[-1].program.key + 1
+        # The batch leaves `pending` before it is journaled: a stop signal raised anywhere
+        # in here (Interrupted, between any two statements) makes the handler's flush() find
+        # nothing, so a batch is journaled at most once (at worst not at all, and run again
+        # on resuming).  Taken after journal.record, a second flush wrote the same range
+        # twice, and the journal refused to resume.
+        batch = pending.copy()
+        pending.clear()
+        lo, hi = batch[0].program.key, batch[-1].program.key + 1
         outcomes: Counter = Counter()
         findings = []
-        for r in pending:
+        for r in batch:
             index, text = r.program.key, r.program.text
             outcomes[r.outcome.kind.value] += 1
             if r.verdict.finding:
@@ -217,7 +224,6 @@ def run_sweep(
         if bar is not None:
             bar.update(hi - lo)
             bar.set_postfix(findings=len(journal.findings), refresh=False)
-        pending.clear()
 
     def programs():
         for lo, hi in journal.remaining(part.start, part.stop):
