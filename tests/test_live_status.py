@@ -42,6 +42,7 @@ def test_status_is_refreshed_in_place_under_tmux(fake_loom_opt, tmp_path):
     script.write_text(
         f"cd {shlex.quote(str(tmp_path))}\n"
         f"export PYTHONPATH={shlex.quote(str(REPO))}\n"
+        "unset COLUMNS\n"  # the pane's own width (200), not one the test's environment exports
         f"{shlex.join(command)}\n"
         "echo EXIT=$?\n"
         "sleep 120\n"
@@ -95,7 +96,8 @@ class _Terminal:
         return True
 
 
-def test_display_interleaves_output_above_the_status():
+def test_display_interleaves_output_above_the_status(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # the terminal's width, as a shell exports it
     terminal = _Terminal()
     display = StatusDisplay(terminal)
     snap = Snapshot(elapsed_s=65.2, executions=12345, exec_per_s=190.4, corpus=61, edges=311,
@@ -114,3 +116,10 @@ def test_display_interleaves_output_above_the_status():
     display.line("#100\tNEW    cov: 1\n")
     display.close()
     assert piped.text == f"loomfuzz fuzz: status: {status}\n#100\tNEW    cov: 1\n"
+    # a narrower terminal: the status line is cut to fit it (one column to spare)
+    monkeypatch.setenv("COLUMNS", "40")
+    narrow = _Terminal()
+    display = StatusDisplay(narrow)
+    display.update(snap)
+    display.close()
+    assert narrow.text == f"\r\x1b[K{status[:39]}\n"

@@ -17,8 +17,8 @@ lines, one per sample.
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import threading
 from typing import Optional, TextIO
 
@@ -82,7 +82,19 @@ class StatusDisplay:
         self._lock = threading.Lock()
 
     def _width(self) -> int:
-        return max(20, shutil.get_terminal_size((100, 24)).columns - 1)
+        """The width of the terminal the status line is written to (``$COLUMNS`` first, as
+        ``shutil.get_terminal_size`` does, but measured on ``out``, not on stdout: the two
+        can be different terminals, or stdout none at all); 100 if it cannot be told."""
+        try:
+            columns = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(self.out.fileno()).columns
+            except (AttributeError, OSError, ValueError):  # no descriptor, or not a terminal
+                columns = 100
+        return max(20, columns - 1)
 
     def line(self, text: str) -> None:
         """One line of the fuzz target's output (``text`` ends with a newline)."""
