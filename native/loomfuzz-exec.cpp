@@ -335,8 +335,8 @@ struct ExecService::Impl {
     }
   }
 
-  // The worker's one JIT, made on first use (a request is only ever handled
-  // in a forked worker, so the zygote never owns one).  Each batch's code is
+  // The process's one JIT, made on first use: with --fork-server that is in a
+  // worker (up to its retirement), never in the zygote.  Each batch's code is
   // added under its own resource tracker and removed after the batch: no
   // engine to build and tear down per batch, no platform (the modules have no
   // static constructors), and only the mains are looked up.
