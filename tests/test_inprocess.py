@@ -96,6 +96,26 @@ def test_planted_wrong_rewrite_found_with_the_reference_in_process(executor, tmp
     assert log.read_text().strip()  # it planted, and only what it planted differs (the process path)
 
 
+def test_an_optimized_module_without_main_is_found_before_anything_runs(executor, tmp_path):
+    """A target whose output has no ``main`` (renamed here, by a wrapper around mlir-opt-22):
+    the driver looks for every ``main`` before it calls one, and the verdict is the process
+    path's (mlir-runner-22 refuses the module): wrong code, nothing printed after
+    optimization, the reference values intact."""
+    wrapper = tmp_path / "renames-main.sh"
+    wrapper.write_text('#!/bin/sh\nmlir-opt-22 "$@" | sed "s/@main()/@main_gone()/"\n')
+    wrapper.chmod(0o755)
+    programs = _programs("wide", 4, 41)
+    texts = [exec_module(p) for p in programs]
+    optimizer = Optimizer(str(wrapper), PIPELINE)
+    mine = _judge(executor, texts, optimizer)
+    theirs = _judge(ProcessExecutor(Toolchain()), texts, optimizer)
+    for verdicts in (mine, theirs):
+        assert all(isinstance(v, WrongCode) and v.target_output == "" for v in verdicts), verdicts
+        assert [v.reference_output for v in verdicts] == [interpret_program(p) for p in programs]
+        assert all("@main_gone()" in v.optimized_text for v in verdicts)
+    assert all("no function main" in v.note for v in mine), [v.note for v in mine]
+
+
 def test_a_crash_mid_batch_loses_nothing(executor, capsys):
     """A program that crashes the driver (the parser's recursion overflows the stack) is judged
     by the process path; the others of its batch are asked again."""
