@@ -64,11 +64,12 @@ def main() -> int:
     parser.add_argument("--profile", default="wide", help="a P1-P24 profile: wide (default) or conventions")
     parser.add_argument("--batch", type=int, default=100, help="programs per process (default 100)")
     parser.add_argument("--pipeline", action="append", help=f"pipelines (default: the four of {PIPELINES})")
-    parser.add_argument("--agreement-only", action="store_true",
-                        help="only (a): the interpreter against the unoptimized run, no optimizer")
-    parser.add_argument("--judge-only", action="store_true",
-                        help="only (b): no interpreter and no separate unoptimized run (the judges "
-                             "still execute both sides); for false-alarm counts at scale")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--agreement-only", action="store_true",
+                      help="only (a): the interpreter against the unoptimized run, no optimizer")
+    only.add_argument("--judge-only", action="store_true",
+                      help="only (b): no interpreter and no separate unoptimized run (the judges "
+                           "still execute both sides); for false-alarm counts at scale")
     parser.add_argument("--artifacts", type=Path, default=Path("bench-exec-findings"))
     parser.add_argument("--runner", choices=("both", "persistent", "process"), default="both",
                         help="(b)'s executors: both side by side (default), or one")

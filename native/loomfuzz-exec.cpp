@@ -440,10 +440,10 @@ struct ExecService::Impl {
     capture.clear();
   }
 
-  // Whether the module has a callable `name` (a defined `void ()`): what a
+  // Whether `symbols` has a callable `name` (a defined `void ()`): what a
   // buggy optimizer left of main is checked before anything calls it.
-  static bool hasMain(mlir::ModuleOp module, llvm::StringRef name) {
-    auto function = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
+  static bool hasMain(mlir::SymbolTable &symbols, llvm::StringRef name) {
+    auto function = symbols.lookup<mlir::LLVM::LLVMFuncOp>(name);
     if (!function || function.isExternal())
       return false;
     mlir::LLVM::LLVMFunctionType type = function.getFunctionType();
@@ -478,14 +478,14 @@ struct ExecService::Impl {
     for (size_t k : live) {
       Program &p = programs[k];
       std::string key = std::to_string(k);
-      if (p.runOriginal && !hasMain(*combined, "r" + key + "_main")) {
+      if (p.runOriginal && !hasMain(table, "r" + key + "_main")) {
         p.stage = ExecStage::Run;
         p.detail += "the lowered original has no function main of type () -> ()\n";
         continue;
       }
       if (p.runOriginal)
         mains.push_back("r" + key + "_main");
-      optimizedCallable[k] = hasMain(*combined, "o" + key + "_main");
+      optimizedCallable[k] = hasMain(table, "o" + key + "_main");
       if (optimizedCallable[k])
         mains.push_back("o" + key + "_main");
       else

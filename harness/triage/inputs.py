@@ -111,7 +111,7 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                    grammar: CompiledGrammar | None = None) -> Collection:
     """Every input under ``paths`` (files as given, folders scanned); raises InputError."""
     excluded = {os.path.realpath(p) for p in exclude}
-    program = program_suffix(grammar or default_grammar())
+    program = program_suffix(grammar)  # no grammar: the default's, .mlir
     out = Collection()
     seen_files: set[str] = set()
     for given in paths:
