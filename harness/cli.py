@@ -44,10 +44,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
     module = importlib.import_module(f"harness.commands.{args.command}")
+    from harness.commands import TargetOptionsConflict, settle_target_options
     from harness.core.grammar import GrammarError
     from harness.run.lifetime import interrupt_handlers
     from harness.run.probe import PipelineRefused
 
+    try:
+        settle_target_options(args)
+    except TargetOptionsConflict as error:
+        print(f"loomfuzz {args.command}: error: {error}", file=sys.stderr)
+        return 2
     try:
         with interrupt_handlers():  # SIGINT/SIGTERM/SIGHUP: runs killed, Interrupted raised
             return module.run(args)

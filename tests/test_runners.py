@@ -174,10 +174,12 @@ def test_persistent_loom_runner_without_loom_s_driver_says_so_in_one_line(fake_l
 
 
 def _counting_mlir_opt(tmp_path: Path, mlir_opt: str) -> tuple[Path, Path]:
-    """mlir-opt-22 behind a script that counts its invocations."""
+    """mlir-opt-22 behind a script that counts its invocations: ``run`` for a program,
+    ``ask --version`` / ``ask --help`` for the questions the target model asks it once."""
     log = tmp_path / "invocations"
     wrapper = tmp_path / "mlir-opt-counted"
-    wrapper.write_text(f'#!/bin/sh\necho run >> {log}\nexec {mlir_opt} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in --version|--help) echo "ask $1" >> {log};; '
+                       f'*) echo run >> {log};; esac\nexec {mlir_opt} "$@"\n')
     wrapper.chmod(0o755)
     return wrapper, log
 
@@ -196,7 +198,9 @@ def test_a_pipeline_the_target_refuses_stops_before_any_program(mlir_opt, tmp_pa
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"loomfuzz {command[0]}: error: --pipeline canonicalize,cse,sccp: ")
     assert "write --pipeline 'builtin.module(canonicalize,cse,sccp)'" in line
-    assert log.read_text().splitlines() == ["run"]  # the probe, and no program
+    invocations = log.read_text().splitlines()
+    assert [line for line in invocations if line == "run"] == ["run"]  # the probe, and no program
+    assert sorted(line for line in invocations if line != "run") == ["ask --help", "ask --version"]
     assert not list(artifacts.glob("crash-*")) if artifacts.exists() else True
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 from typing import Callable, Sequence
 
 DEFAULT_TIMEOUT = 10.0
@@ -43,9 +44,15 @@ def positive_number(text: str) -> float:
 
 def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
     """The target options: which tool, its binary and arguments, its limits."""
-    parser.add_argument("--target", choices=targets, default="loom-opt",
-                        help="loom-opt (canonical programs, default) or upstream mlir-opt-22 "
-                             "(oracle rendering)" + ("" if targets else ", or another tool on PATH"))
+    parser.add_argument("--target", choices=targets, default=None,
+                        help="the build under test: loom-opt (canonical programs; the default), "
+                             "mlir-opt (upstream: $MLIR_OPT, else mlir-opt-22; oracle rendering)"
+                             + ("" if targets else
+                                ", or any build by name or path (mlir-opt-19, iree-opt, "
+                                "/opt/llvm/bin/mlir-opt, a loom-raise-opt): its family, release and "
+                                "capabilities are asked of it once, shown in the summary and stored "
+                                "in every finding; with --oracle differential the optimizer (default "
+                                "mlir-opt-22)"))
     parser.add_argument("--loom-opt", metavar="PATH",
                         help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
                              "loom-raise-opt on PATH)")
@@ -61,6 +68,47 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
                         help=f"time limit of one target run, seconds (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--memory-mb", type=whole_number(0), default=DEFAULT_MEMORY_MB, metavar="MB",
                         help=f"address-space limit of one target run (default {DEFAULT_MEMORY_MB}; 0: none)")
+
+
+class TargetOptionsConflict(Exception):
+    """Two options name two different builds under test (one line; exit 2)."""
+
+
+def settle_target_options(args: argparse.Namespace) -> None:
+    """Make ``--target``, ``--mlir-opt`` and ``$MLIR_OPT`` name one build, once, before any
+    command looks at them (no option is silently ignored):
+
+    * without ``--oracle differential``: ``--mlir-opt PATH`` is a spelling of ``--target PATH``
+      (refused beside a ``--target`` that names another build); no ``--target`` is loom-opt;
+    * with it: the optimizer under test is ``--mlir-opt`` or ``--target`` (one of them, or
+      both naming the same build), else ``$MLIR_OPT``, else ``mlir-opt-22``; ``args.target``
+      and ``args.mlir_opt`` both name it.
+    Raises :class:`TargetOptionsConflict`."""
+    if not hasattr(args, "target"):
+        return
+    import os
+
+    mlir, target = getattr(args, "mlir_opt", None), args.target
+    if getattr(args, "oracle", "crash") != "differential":
+        if mlir is not None:
+            if target not in (None, "mlir-opt", mlir):
+                raise TargetOptionsConflict(
+                    f"--mlir-opt {mlir} and --target {target} name two builds under test: give one "
+                    "(--mlir-opt PATH is another spelling of --target PATH)")
+            args.target = mlir
+        elif target is None:
+            args.target = "loom-opt"
+        return
+    if target == "loom-opt":
+        raise TargetOptionsConflict(
+            "--oracle differential optimizes exec modules with an mlir-opt build: --target loom-opt "
+            "names none (give --target PATH to the loom-raise-opt binary to use it as the optimizer)")
+    named = target if target not in (None, "mlir-opt") else None
+    if mlir is not None and named is not None and mlir != named:
+        raise TargetOptionsConflict(f"--mlir-opt {mlir} and --target {target} name two optimizers "
+                                    "under test: give one")
+    optimizer = mlir or named or os.environ.get("MLIR_OPT") or "mlir-opt-22"
+    args.target = args.mlir_opt = optimizer
 
 
 def add_grammar_arguments(parser) -> None:
@@ -111,7 +159,17 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     missing = missing_rendering(target, grammar)
     if missing:
         raise GrammarError(missing)
-    return with_robust_expectations(target, grammar, args.expectations is not None)
+    return replace(with_robust_expectations(target, grammar, args.expectations is not None),
+                   probe_program=probe_program(grammar, target.render))
+
+
+def probe_program(grammar, style: str) -> str:
+    """The program the probe runs: the grammar's first program of seed 0, as ``style`` renders it."""
+    from harness.core.engine import generate
+    from harness.core.render import renderer
+
+    tree = next(iter(generate(grammar, "fast", 0, 1)))
+    return renderer(grammar, style).render(tree)
 
 
 def missing_rendering(target, grammar) -> str | None:
@@ -153,13 +211,18 @@ def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = Non
         probe_pipeline(args, target, args.command)
     except TargetNotFound as error:
         raise TargetError(str(error)) from None
+    import sys
+
     try:
-        return make_runner(getattr(args, "runner", None), target,
-                           jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
-                           batch_size=getattr(args, "batch_size", None),
-                           restart_every=getattr(args, "restart_every", None))
+        runner = make_runner(getattr(args, "runner", None), target,
+                             jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                             batch_size=getattr(args, "batch_size", None),
+                             restart_every=getattr(args, "restart_every", None))
     except DriverError as error:
         raise TargetError(str(error)) from None
+    if runner.note:
+        print(f"loomfuzz {args.command}: note: {runner.note}", file=sys.stderr)
+    return runner
 
 
 class TargetError(Exception):
@@ -171,6 +234,7 @@ def target_from_args(args: argparse.Namespace):
     from harness.run.expectations import ExpectationsError
     from harness.run.runner import TargetNotFound, resolve_target
 
+    settle_target_options(args)  # idempotent (harness.cli settled them already)
     try:
         pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
     except ValueError as error:
@@ -311,9 +375,10 @@ def add_oracle_arguments(parser) -> None:
                              "(and --pipeline), run it and the unoptimized module with the reference "
                              "toolchain (mlir-opt-22 + mlir-runner-22) and report different printed "
                              "values as wrong-code")
-    parser.add_argument("--mlir-opt", metavar="PATH", default="mlir-opt-22",
-                        help="with --oracle differential: the optimizer under test, any "
-                             "mlir-opt-compatible binary (default mlir-opt-22)")
+    parser.add_argument("--mlir-opt", metavar="PATH", default=None,
+                        help="another spelling of --target PATH for an mlir-opt build (with "
+                             "--oracle differential: the optimizer under test, default "
+                             "mlir-opt-22); giving both names two builds and is refused")
     parser.add_argument("--reference-runner", metavar="PATH", default="mlir-runner-22",
                         help="with --oracle differential: the reference runner (default mlir-runner-22)")
     parser.add_argument("--runtime-library", metavar="PATH", default=None,
@@ -342,7 +407,7 @@ def oracle_from_args(args: argparse.Namespace):
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
     from harness.run.runner import DEFAULT_MLIR_PIPELINE
 
-    optimizer = Optimizer(args.mlir_opt, args.pipeline or DEFAULT_MLIR_PIPELINE,
+    optimizer = Optimizer(args.mlir_opt or "mlir-opt-22", args.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
     toolchain = Toolchain(runner=args.reference_runner,
                           runtime_library=args.runtime_library or DEFAULT_RUNTIME)

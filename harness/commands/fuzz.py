@@ -14,13 +14,14 @@ from harness.commands import (
     add_grammar_arguments,
     add_oracle_arguments,
     add_target_arguments,
+    settle_target_options,
     grammar_from_args,
     missing_rendering,
     oracle_from_args,
     positive_number,
     probe_pipeline,
     profile_from_args,
-    target_from_args,
+    target_for_grammar,
     whole_number,
 )
 from harness.fuzzing.options import FuzzOptions
@@ -117,6 +118,7 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
     )
     from harness.fuzzing.series import WORKERS_FILE
 
+    settle_target_options(args)  # idempotent: the command line already settled them (harness.cli)
     artifacts = args.artifacts.resolve()
     differential = args.oracle == "differential"
     optimizer = args.mlir_opt if differential else None
@@ -154,12 +156,13 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
     )
 
 
-def _check_target(args: argparse.Namespace):
+def _check_target(args: argparse.Namespace, grammar):
     """The target, after the checks that must stop a campaign before it starts (no
-    target, a refused pipeline, no persistent driver, no coverage map); ``args.runner``
-    gets its default.  Returns (target, None) or (None, exit status)."""
+    target, a refused pipeline or a target that refuses the grammar's programs, no
+    persistent driver, no coverage map); ``args.runner`` gets its default.  Returns
+    (target, None) or (None, exit status)."""
     try:
-        target = target_from_args(args)
+        target = target_for_grammar(args, grammar)
     except TargetError as error:
         return None, _error(str(error))
     coverage_binary = target.argv[0]
@@ -179,8 +182,14 @@ def _check_target(args: argparse.Namespace):
         from harness.run.persistent import DriverError
         from harness.run.runners import persistent_for
 
+        from harness.run.runners import DriverMismatch
+
         try:
             coverage_binary = persistent_for(target).driver[0]
+        except DriverMismatch as mismatch:  # never another build in the target's place
+            print(f"loomfuzz fuzz: note: --runner persistent: {mismatch}; running --runner process "
+                  "with the target itself", file=sys.stderr)
+            args.runner = "process"
         except DriverError as error:
             return None, _error(f"--runner persistent: {error}")
     if args.coverage != "none":
@@ -241,11 +250,11 @@ def run(args: argparse.Namespace) -> int:
                 load_expectations(args.expectations)
             except ExpectationsError as error:
                 return _error(str(error))
+    grammar = grammar_from_args(args)
     if not args.self_test and not differential:
-        target, status = _check_target(args)
+        target, status = _check_target(args, grammar)
         if status is not None:
             return status
-    grammar = grammar_from_args(args)
     try:
         script = fuzz_target_script("grammar_fuzzer.py" if args.self_test else fuzz_script(grammar))
     except CampaignError as error:

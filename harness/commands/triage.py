@@ -30,6 +30,7 @@ from harness.commands import (
     grammar_from_args,
     probe_pipeline,
     target_for_grammar,
+    target_from_args,
     whole_number,
 )
 
@@ -160,7 +161,10 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
 
     if not (args.reference_loom_opt or args.reference_mlir_opt):
         recorded = recorded_reference(findings)  # gone: one line naming it, exit 2, nothing opened
-        mlir = args.oracle == "differential" or args.target == "mlir-opt"
+        try:  # the family of the build named (mlir-opt-19 is an mlir-opt build)
+            mlir = args.oracle == "differential" or target_from_args(args).name == "mlir-opt"
+        except TargetError as error:
+            return _error(str(error))
         setattr(args, "reference_mlir_opt" if mlir else "reference_loom_opt", recorded.binary)
         if args.compare == "output":  # the default: the comparison the findings were made with
             args.compare = recorded.compare

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import atexit
 import shlex
+import shutil
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -52,6 +53,7 @@ from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
 from harness.run.persistent import DriverError
 from harness.run.expectations import Expectations
+from harness.run.identity import HEX_ELEMENTS_OPTION, BuildIdentity, IdentityError, identify
 from harness.run.probe import PipelineRefused
 from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
 from harness.run.runners import Program, Result, Runner
@@ -143,10 +145,30 @@ def verdict_record(judgement) -> dict | None:
 def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
                     batch_size: int = DEFAULT_BATCH, runner: str | None = None) -> OracleSettings:
     """The settings for ``optimizer``, its release read once from its ``--version``;
-    ``runner`` None: persistent where the driver is built (``batch``: the process path)."""
+    ``runner`` None: persistent where the driver is built (``batch``: the process path).
+
+    An optimizer of another release than the reference toolchain prints in that release's
+    way; where it has the option, it prints dense elements as literals instead of hex,
+    whose layout differs between releases (LLVM 24's ``i1`` hex is refused by MLIR 22):
+    the reference must read what the target wrote, or every program is a finding."""
     runner = "process" if runner == "batch" else runner or default_executor_kind()
-    return OracleSettings(optimizer, toolchain or Toolchain(), batch_size,
-                          release=major_version(optimizer.binary), runner=runner)
+    toolchain = toolchain or Toolchain()
+    release = major_version(optimizer.binary)
+    mine, reference = _identity(optimizer.binary), _identity(toolchain.mlir_opt)
+    if (mine and reference and mine.version != reference.version and mine.hex_elements_option
+            and not any(a.startswith(f"--{HEX_ELEMENTS_OPTION}") for a in optimizer.extra_args)):
+        optimizer = replace(optimizer, extra_args=(*optimizer.extra_args, f"--{HEX_ELEMENTS_OPTION}=-1"))
+    return OracleSettings(optimizer, toolchain, batch_size, release=release, runner=runner)
+
+
+def _identity(binary: str) -> BuildIdentity | None:
+    found = shutil.which(binary)
+    if not found:
+        return None
+    try:
+        return identify(found)
+    except IdentityError:
+        return None
 
 
 def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectations | None = None) -> Target:
@@ -155,7 +177,8 @@ def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectatio
     ``expectations`` judge the optimizer's failures (None: every exec program is accepted);
     a known upstream failure declared there is no finding."""
     return Target(name="differential", argv=tuple(optimizer.argv()), render="canonical",
-                  timeout=timeout, memory_mb=None, expectations=expectations)
+                  timeout=timeout, memory_mb=None, expectations=expectations,
+                  build=_identity(optimizer.binary))
 
 
 def check_oracle(settings: OracleSettings) -> None:
@@ -312,6 +335,9 @@ def finding_extra(settings: OracleSettings, name: str) -> dict:
     lowering = shlex.join([settings.toolchain.mlir_opt, *LOWERING])
     runner = shlex.join([settings.toolchain.runner, "-e", "main", "-entry-point-result=void", "-O0",
                          f"-shared-libs={settings.toolchain.runtime_library}"])
+    builds = {role: (build.to_json() if build else None) for role, build in (
+        ("optimizer_build", _identity(settings.optimizer.binary)),
+        ("reference_build", _identity(settings.toolchain.mlir_opt)))}
     return {"oracle_name": "differential",
             "command": f"{optimizer} < {name}.exec.mlir | {lowering} | {runner}",
-            "optimizer": optimizer}
+            "optimizer": optimizer, **builds}

@@ -126,6 +126,7 @@ class SweepResult:
     automatic: bool = True
     interrupted: bool = False
     warning: str | None = None
+    target: str = ""  # the build under test, one line (Target.describe)
 
     @property
     def programs(self) -> int:
@@ -177,7 +178,7 @@ def run_sweep(
     identity = {"source": source, "range": [part.start, part.stop], "target": target.to_json()}
     journal = SweepJournal.open(artifacts, identity)
     result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, suffix, runner=runner.kind,
-                         jobs=runner.jobs)
+                         jobs=runner.jobs, target=target.describe())
     result.resumed = journal.done_count
     began = time.monotonic()
 
@@ -265,6 +266,8 @@ def run_sweep(
 def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20) -> str:
     """The table printed at the end of a sweep: outcomes and findings of the whole range."""
     lines = [f"loomfuzz {command}: summary"]
+    if result.target:
+        lines.append(f"  target:     {result.target}")
     where = f"indices {result.first}-{result.end - 1}" if result.programs else "no indices"
     if result.shard:
         where += f", shard {result.shard}"

@@ -68,8 +68,9 @@ def probe_target(target: Target, what: str) -> ProbeResult:
     module = PROBE_MODULES.get(target.name)
     if module is None:
         return ProbeResult(None)
-    outcome = _run(target, module)
     binary = target.argv[0].rsplit("/", 1)[-1]
+    _check_build(target, what, binary)
+    outcome = _run(target, module)
     if outcome.kind is not OutcomeKind.ACCEPTED:
         errors = [line.strip() for line in outcome.stderr.splitlines() if "error" in line.lower()]
         said = (errors[0] if errors else outcome.reason).removeprefix("<unknown>:0: ")
@@ -78,6 +79,7 @@ def probe_target(target: Target, what: str) -> ProbeResult:
         if _ANCHOR in outcome.stderr and pipeline is not None and not pipeline.startswith("builtin.module("):
             fix = f"; write --pipeline 'builtin.module({pipeline})'"
         raise PipelineRefused(f"{what}: {binary} refuses it on a trivial module ({said}){fix}")
+    _probe_program(target, what, binary)
     if target.render != "oracle":
         return ProbeResult(None)
     before, after = _ops(module), _ops(outcome.stdout)
@@ -92,6 +94,35 @@ def probe_target(target: Target, what: str) -> ProbeResult:
             "version ignores?)")
     return ProbeResult(f"{what}: the pipeline changed nothing in the probe module "
                        f"({', '.join(before)}); if it should, it is not running")
+
+
+def _check_build(target: Target, what: str, binary: str) -> None:
+    """What the build says of itself, before anything runs: the passes it registers, the
+    syntax its release reads (harness.run.identity)."""
+    build = target.build
+    if build is None:
+        return
+    missing = build.missing_passes(_pipeline_of(target))
+    if missing:
+        raise PipelineRefused(f"{what}: {build.describe()} registers no pass named "
+                              f"{', '.join(missing)}")
+    if target.render == "oracle" and not build.properties_syntax:
+        raise PipelineRefused(
+            f"{build.describe()} cannot read the oracle rendering: MLIR {build.major} refuses the "
+            "generic <{...}> properties syntax (MLIR 17 and later read it); --oracle differential "
+            "gives it the exec rendering, which it reads")
+
+
+def _probe_program(target: Target, what: str, binary: str) -> None:
+    """The target must read a program of the grammar's own shape: a rejection there would
+    make every program a finding.  A crash on it is not a refusal: that may be the bug."""
+    if target.probe_program is None:
+        return
+    outcome = _run(target, target.probe_program)
+    if outcome.kind is OutcomeKind.REJECTED:
+        said = outcome.reason.removeprefix("<stdin>:").strip()
+        raise PipelineRefused(f"{binary} ({what}) refuses the grammar's programs, its first program "
+                              f"of seed 0 already: {said}")
 
 
 def _run(target: Target, text: str) -> Outcome:

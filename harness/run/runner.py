@@ -57,6 +57,7 @@ from harness.run.expectations import (
     load_expectations,
 )
 from harness.run.failure_message import first_failure
+from harness.run.identity import BuildIdentity, IdentityError, identify
 
 __all__ = [
     "DEFAULT_MLIR_PIPELINE",
@@ -125,6 +126,12 @@ class Target:
     memory_mb: int | None = 4096  # RLIMIT_AS; None: no limit (sanitizer builds)
     expectations: Expectations | None = None  # None: built-in for `name`, else accept-all
     env: Mapping[str, str] = field(default_factory=lambda: DEFAULT_ENV, hash=False)  # added to os.environ
+    #: the binary's family, release and capabilities, asked once (harness.run.identity);
+    #: None for a target built by hand (tests, the differential oracle's optimizer)
+    build: BuildIdentity | None = field(default=None, compare=False)
+    #: a program of the grammar's own shape in the target's rendering: the probe runs it
+    #: before a campaign, so a target that refuses the grammar's programs is one line
+    probe_program: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -152,7 +159,12 @@ class Target:
             "memory_mb": self.memory_mb,
             "env": dict(self.env),
             "expectations": self.expectations.source if self.expectations else None,
+            "build": self.build.to_json() if self.build else None,
         }
+
+    def describe(self) -> str:
+        """One line for a summary: the build and its release."""
+        return self.build.describe() if self.build else self.argv[0]
 
 
 def _signal_name(sig: int | None) -> str | None:
@@ -496,7 +508,11 @@ def resolve_target(
     arguments ``pass_args`` (default ``--allow-unregistered-dialect``) plus
     ``pipeline`` (default ``DEFAULT_MLIR_PIPELINE``); oracle rendering.
 
-    Any other name: a user's tool, binary ``loom_opt`` or ``name`` on PATH,
+    Any other name, or a path: a build of its own (``mlir-opt-19``, ``iree-opt``,
+    ``/opt/llvm/bin/mlir-opt``), binary ``loom_opt`` / ``mlir_opt`` or ``name``,
+    asked once what it is (:func:`harness.run.identity.identify`): a tool that
+    takes mlir-opt's flags is the ``mlir-opt`` target with that binary, one that
+    registers loom's pass the ``loom-opt`` target; anything else is a user's tool:
     arguments ``pass_args`` plus ``pipeline``, canonical rendering, and (unless
     ``expectations_path`` is given) accept-all expectations: any clean exit is
     fine, a crash, timeout or oom is a finding.
@@ -504,8 +520,20 @@ def resolve_target(
     A ``pipeline`` starting with ``-`` is passed as flags; otherwise as
     ``--pass-pipeline=PIPELINE``.
     """
+    build = None
     if name == "loom-opt":
-        binary = _find_loom_opt(loom_opt)
+        family, binary = "loom-opt", _find_loom_opt(loom_opt)
+    elif name == "mlir-opt":
+        family, binary = "mlir-opt", _find_mlir_opt(mlir_opt)
+    else:
+        # a build named by name or path (mlir-opt-19, /opt/llvm/bin/mlir-opt, iree-opt,
+        # a loom-raise-opt elsewhere): its family is what it says of itself
+        binary = explicit_binary(loom_opt or mlir_opt or name, name)
+        build = _identity(binary)
+        family = build.family
+    if family != "other" and build is None:
+        build = _identity(binary)
+    if family == "loom-opt":
         if pass_args is not None:
             args = tuple(pass_args)
         elif pipeline is not None:
@@ -514,25 +542,18 @@ def resolve_target(
             args = DEFAULT_LOOM_PASS_ARGS
         render = "canonical"
         builtin = "loom-opt"
-    elif name == "mlir-opt":
-        binary = _find_mlir_opt(mlir_opt)
+    elif family == "mlir-opt":
         args = tuple(pass_args) if pass_args is not None else MLIR_OPT_BASE_ARGS
         if pipeline is None:
             pipeline = DEFAULT_MLIR_PIPELINE
         render = "oracle"
         builtin = "mlir-opt"
     else:
-        if loom_opt:
-            binary = explicit_binary(loom_opt, name)
-        else:
-            binary = shutil.which(name) or ""
-            if not binary:
-                raise TargetNotFound(
-                    f"unknown target {name!r}: not loom-opt or mlir-opt, and no such binary on PATH"
-                )
         args = tuple(pass_args) if pass_args is not None else ()
         render = "canonical"
         builtin = name  # a tool of its own: no built-in expectations, so accept-all
+    if family in ("loom-opt", "mlir-opt"):
+        name = family  # probes, expectations and drivers are the family's; the build says which
     if pipeline:
         args = args + _pipeline_args(pipeline)
     expectations = (
@@ -547,7 +568,15 @@ def resolve_target(
         timeout=timeout,
         memory_mb=memory_mb,
         expectations=expectations,
+        build=build,
     )
+
+
+def _identity(binary: str) -> BuildIdentity:
+    try:
+        return identify(binary)
+    except IdentityError as error:
+        raise TargetNotFound(str(error)) from None
 
 
 # ------------------------------------------------------------------ findings

@@ -58,7 +58,9 @@ __all__ = [
     "Result",
     "Runner",
     "RunnerStats",
+    "DriverMismatch",
     "default_runner_kind",
+    "driver_mismatch",
     "make_runner",
 ]
 
@@ -134,6 +136,8 @@ class Runner:
     """
 
     kind = ""
+    #: one line for the user about how this runner was chosen (a fallback), or None
+    note: str | None = None
 
     def __init__(self, target: Target, *, judge: Judge = judge, jobs: int = 1) -> None:
         self.target = target
@@ -351,21 +355,50 @@ class BatchRunner(Runner):  # run_one: a batch of one, i.e. one process
 # ------------------------------------------------------------------ choosing
 
 
+class DriverMismatch(DriverError):
+    """The persistent driver is another build than the target (one line: both releases)."""
+
+
+def driver_mismatch(target: Target) -> str | None:
+    """Why the target's persistent driver cannot stand for the build the user named, or
+    None when it can (or when there is no driver: :func:`persistent_for` says so).  The
+    driver must be the target's release: the persistent path of ``mlir-opt-19`` must not
+    be a driver linked with MLIR 22."""
+    driver = find_driver(target.name)
+    if driver is None or target.build is None:
+        return None
+    from harness.run.identity import IdentityError, identify
+
+    try:
+        mine = identify(driver)
+    except IdentityError as error:
+        return f"the persistent driver cannot be asked its version ({error})"
+    if mine.version == target.build.version:
+        return None
+    return (f"the persistent driver {driver} is LLVM {mine.version}, the target "
+            f"{target.build.binary} is LLVM {target.build.version}")
+
+
 def default_runner_kind(target: Target) -> str:
-    """The fastest runner that works for ``target``: persistent where its driver
-    is built (mlir-opt: native/build; loom-opt: $LOOMFUZZ_LOOM_DRIVER), else batch."""
+    """The fastest runner that runs exactly the target's build: persistent where its driver
+    is built (mlir-opt: native/build; loom-opt: $LOOMFUZZ_LOOM_DRIVER) for the target's
+    release, else batch."""
     if target.name not in ("mlir-opt", "loom-opt"):
         return "batch"
     try:
-        return "persistent" if find_driver(target.name) else "batch"
+        return "persistent" if find_driver(target.name) and driver_mismatch(target) is None else "batch"
     except DriverError:
         return "batch"
 
 
 def persistent_for(target: Target, restart_every: int | None = None) -> PersistentTarget:
-    """The fork-server driver for ``target``; raises ``DriverError`` (one line)."""
+    """The fork-server driver for ``target``; raises ``DriverError`` (one line), and
+    :class:`DriverMismatch` when the driver is another release than the target."""
     if target.name == "loom-opt" and find_driver("loom-opt") is None:
         raise DriverError(LOOM_DRIVER_MISSING)
+    mismatch = driver_mismatch(target)
+    if mismatch:
+        raise DriverMismatch(mismatch)
     kwargs = {"restart_every": restart_every} if restart_every else {}
     return persistent_target(target, **kwargs)
 
@@ -376,14 +409,21 @@ def make_runner(kind: str | None, target: Target, *, jobs: int = 1, judge: Judge
     """The runner ``kind`` (None: :func:`default_runner_kind`) for ``target``.
     Raises ``DriverError`` when ``persistent`` is asked for and there is no driver."""
     kind = kind or default_runner_kind(target)
+    note = None
     if kind == "process":
         return ProcessRunner(target, judge=judge, jobs=jobs)
     if kind == "persistent":
-        return PersistentPool(target, persistent_for(target, restart_every), judge=judge, jobs=jobs,
-                              env=env, settle=settle)
+        try:
+            return PersistentPool(target, persistent_for(target, restart_every), judge=judge, jobs=jobs,
+                                  env=env, settle=settle)
+        except DriverMismatch as mismatch:
+            # never another build in the target's place: the target itself, in batches
+            kind, note = "batch", f"--runner persistent: {mismatch}; running --runner batch with the target itself"
     if kind == "batch":
         fallback = None
         if batch_size != 1 and default_runner_kind(target) == "persistent":
             fallback = persistent_for(target, restart_every)
-        return BatchRunner(target, judge=judge, jobs=jobs, batch_size=batch_size, fallback=fallback)
+        runner = BatchRunner(target, judge=judge, jobs=jobs, batch_size=batch_size, fallback=fallback)
+        runner.note = note
+        return runner
     raise ValueError(f"runner must be one of {', '.join(RUNNER_KINDS)}, not {kind!r}")
