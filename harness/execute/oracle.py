@@ -47,7 +47,7 @@ from harness.execute.differential import (
 )
 from harness.execute.executors import Executor, default_executor_kind, make_executor
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
-from harness.execute.releases import for_release, major_version
+from harness.execute.releases import for_release
 from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
@@ -153,8 +153,8 @@ def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
     the reference must read what the target wrote, or every program is a finding."""
     runner = "process" if runner == "batch" else runner or default_executor_kind()
     toolchain = toolchain or Toolchain()
-    release = major_version(optimizer.binary)
     mine, reference = _identity(optimizer.binary), _identity(toolchain.mlir_opt)
+    release = mine.major if mine else None
     if (mine and reference and mine.version != reference.version and mine.hex_elements_option
             and not any(a.startswith(f"--{HEX_ELEMENTS_OPTION}") for a in optimizer.extra_args)):
         optimizer = replace(optimizer, extra_args=(*optimizer.extra_args, f"--{HEX_ELEMENTS_OPTION}=-1"))

@@ -19,10 +19,9 @@ from __future__ import annotations
 import re
 import subprocess
 
-__all__ = ["RELEASES_WITHOUT_OVERFLOW_FLAGS", "for_release", "major_version", "without_overflow_flags"]
+from harness.run.identity import RELEASES_WITHOUT_OVERFLOW_FLAGS  # what a release parses: one place
 
-#: Major releases whose parser refuses ``overflow<...>``.
-RELEASES_WITHOUT_OVERFLOW_FLAGS = frozenset({15, 16})
+__all__ = ["RELEASES_WITHOUT_OVERFLOW_FLAGS", "for_release", "major_version", "without_overflow_flags"]
 
 _FLAG = r"(?:nsw|nuw|none)"
 #: The custom form: `` overflow<nsw, nuw>`` just before the `` : type``.  (The generic form's

@@ -35,7 +35,7 @@ _HELP_FLAG = re.compile(r"^\s+--([a-z][\w-]*)", re.M)
 HEX_ELEMENTS_OPTION = "mlir-print-elementsattrs-with-hex-if-larger"
 #: Releases whose parser refuses the generic ``<{...}>`` properties syntax.
 RELEASES_WITHOUT_PROPERTIES = frozenset({15, 16})
-#: Releases whose parser refuses ``overflow<...>`` flags (harness.execute.releases).
+#: Releases whose parser refuses ``overflow<...>`` flags (harness.execute.releases reads it).
 RELEASES_WITHOUT_OVERFLOW_FLAGS = frozenset({15, 16})
 
 
