@@ -215,3 +215,24 @@ def test_a_wrong_rewrite_planted_around_the_head_is_found(tmp_path):
         assert record["optimizer_build"]["version"].startswith("24.")
         assert record["reference_build"]["version"].startswith("22.")
         assert "--mlir-print-elementsattrs-with-hex-if-larger=-1" in record["optimizer"]
+
+
+# ------------------------------------------------ two releases, each its own build
+
+
+def test_divergence_between_19_and_22_runs_each_side_on_its_own_build(tmp_path):
+    """MLIR 19's remove-dead-values crash, MLIR 22 accepting the same programs: a program only
+    one of them crashes on proves each side ran its own build."""
+    artifacts = tmp_path / "a"
+    done = loomfuzz("run", "--target", "mlir-opt-19", "--reference-mlir-opt", "mlir-opt-22", "--compare",
+                    "outcome", "--pipeline", RDV, "--profile", "wide", "-n", "20", "--seed", "19",
+                    "--artifacts", str(artifacts), "--no-progress", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    records = [json.loads(p.read_text()) for p in artifacts.glob("crash-*.json")]
+    crash_here = [r for r in records if r["divergence"]["kinds"] == "crash/accepted"]
+    assert crash_here, [r["divergence"]["kinds"] for r in records]
+    for record in crash_here:
+        assert "mlir-opt-19" in record["divergence"]["primary"]["stderr"]  # 19's own stack dump
+        assert record["target"]["build"]["version"].startswith("19.")
+        assert record["reference_target"]["build"]["version"].startswith("22.")
+        assert record["reference_target"]["argv"][0].endswith("mlir-opt-22")

@@ -32,6 +32,7 @@ import functools
 import itertools
 import os
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,8 +82,17 @@ class DivergenceSettings:
             raise ValueError("compare 'values' needs an execute step (--oracle differential)")
 
     def reference_target(self, target: Target) -> Target:
-        """``target`` with its binary swapped for the reference build's."""
-        return replace(target, argv=(self.reference, *target.argv[1:]))
+        """``target`` with its binary swapped for the reference build's, and its identity
+        (the reference's own release, not the primary's)."""
+        build = None
+        if target.build is not None:
+            from harness.run.identity import IdentityError, identify
+
+            try:
+                build = identify(shutil.which(self.reference) or self.reference)
+            except IdentityError:
+                build = None
+        return replace(target, argv=(self.reference, *target.argv[1:]), build=build)
 
     def prepared(self, text: str) -> str:
         return self.prepare(text) if self.prepare is not None else text
