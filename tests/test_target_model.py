@@ -163,8 +163,8 @@ def test_no_target_option_is_silently_ignored(command):
     with pytest.raises(TargetOptionsConflict, match="name two builds under test"):
         settled("--target", "loom-opt", "--mlir-opt", "mlir-opt-19")
     differential = settled("--oracle", "differential", "--target", "iree-opt")
-    assert differential.mlir_opt == differential.target == "iree-opt"
-    assert settled("--oracle", "differential", "--mlir-opt", "mlir-opt-16").target == "mlir-opt-16"
+    assert differential.mlir_opt == differential.target == _tool("iree-opt")
+    assert settled("--oracle", "differential", "--mlir-opt", "mlir-opt-16").target == _tool("mlir-opt-16")
     with pytest.raises(TargetOptionsConflict, match="two optimizers"):
         settled("--oracle", "differential", "--target", "iree-opt", "--mlir-opt", "mlir-opt-16")
     with pytest.raises(TargetOptionsConflict, match="names none"):

@@ -107,8 +107,10 @@ def settle_target_options(args: argparse.Namespace) -> None:
     if mlir is not None and named is not None and mlir != named:
         raise TargetOptionsConflict(f"--mlir-opt {mlir} and --target {target} name two optimizers "
                                     "under test: give one")
+    from harness.run.runner import which
+
     optimizer = mlir or named or os.environ.get("MLIR_OPT") or "mlir-opt-22"
-    args.target = args.mlir_opt = optimizer
+    args.target = args.mlir_opt = which(optimizer) or optimizer
 
 
 def add_grammar_arguments(parser) -> None:
@@ -180,7 +182,7 @@ def missing_rendering(target, grammar) -> str | None:
             f"does not have (its renderings: {', '.join(grammar.renderings)})")
 
 
-def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:
+def probe_pipeline(args: argparse.Namespace, target, command: str):
     """Run the target once on a trivial module (harness.run.probe) before any
     program: raises ``PipelineRefused`` (one line; ``harness.cli`` exits 2) and
     prints a one-line note for a pipeline that changed nothing."""
@@ -197,6 +199,7 @@ def probe_pipeline(args: argparse.Namespace, target, command: str) -> None:
     result = probe_target(target, what)
     if result.note:
         print(f"loomfuzz {command}: note: {result.note}", file=sys.stderr)
+    return result
 
 
 def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = None):

@@ -215,7 +215,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         return _run_wrong_code(args, settings, wrong_code, grammar)
     try:
         target = target_for_grammar(args, grammar)
-        probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
+        probe = probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
     except (TargetError, TargetNotFound) as error:
         return _error(str(error))
     config = TriageConfig(
@@ -250,7 +250,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         f"triage: {s.buckets} bucket(s) ({s.new_buckets} new), {s.flaky} flaky input(s), "
         f"{s.not_reproducing} input(s) not reproducing; {s.bugs} bug(s) "
         f"({s.buckets - s.bugs} bucket(s) folded as duplicates); {s.target_runs} target runs in "
-        f"{s.processes + 1} processes, the pipeline probe's included "
+        f"{s.processes + probe.processes} processes, the pipeline probe's included "
         f"({s.runs_reproduce} runs to reproduce {s.reproduced} input(s))"
         + (f"; report: {s.report_dir}/report.md" if s.report_dir else ""),
         file=sys.stderr,

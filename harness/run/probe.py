@@ -23,7 +23,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, classify
+from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, classify, judge
 
 __all__ = ["PROBE_MODULES", "PipelineRefused", "ProbeResult", "probe_target"]
 
@@ -52,6 +52,9 @@ class PipelineRefused(Exception):
 @dataclass(frozen=True)
 class ProbeResult:
     note: str | None  # one line to show (a pipeline that changed nothing), or None
+    #: target processes the probe cost: its runs, and the identity's two questions
+    #: (--version, --help) where the target has a build
+    processes: int = 0
 
 
 def _ops(text: str) -> list[str]:
@@ -80,11 +83,12 @@ def probe_target(target: Target, what: str) -> ProbeResult:
             fix = f"; write --pipeline 'builtin.module({pipeline})'"
         raise PipelineRefused(f"{what}: {binary} refuses it on a trivial module ({said}){fix}")
     _probe_program(target, what, binary)
+    processes = 1 + (target.probe_program is not None) + (2 if target.build is not None else 0)
     if target.render != "oracle":
-        return ProbeResult(None)
+        return ProbeResult(None, processes)
     before, after = _ops(module), _ops(outcome.stdout)
     if after != before:
-        return ProbeResult(None)
+        return ProbeResult(None, processes)
     pipeline = _pipeline_of(target) or " ".join(target.argv[1:])
     folding = [p for p in FOLDING_PASSES if p in pipeline]
     if folding:
@@ -93,7 +97,7 @@ def probe_target(target: Target, what: str) -> ProbeResult:
             f"{folding[0]} folds (1 + 1): the pipeline does not run (an anchor this MLIR "
             "version ignores?)")
     return ProbeResult(f"{what}: the pipeline changed nothing in the probe module "
-                       f"({', '.join(before)}); if it should, it is not running")
+                       f"({', '.join(before)}); if it should, it is not running", processes)
 
 
 def _check_build(target: Target, what: str, binary: str) -> None:
@@ -114,12 +118,14 @@ def _check_build(target: Target, what: str, binary: str) -> None:
 
 
 def _probe_program(target: Target, what: str, binary: str) -> None:
-    """The target must read a program of the grammar's own shape: a rejection there would
-    make every program a finding.  A crash on it is not a refusal: that may be the bug."""
+    """The target must read a program of the grammar's own shape: a rejection its
+    expectations do not allow there would make every program a finding.  A rejection they
+    expect (loom rejects a region holding a call) is no refusal, nor is a crash: that may
+    be the bug."""
     if target.probe_program is None:
         return
     outcome = _run(target, target.probe_program)
-    if outcome.kind is OutcomeKind.REJECTED:
+    if judge(target, target.probe_program, outcome).kind == "unexpected-rejection":
         said = outcome.reason.removeprefix("<stdin>:").strip()
         raise PipelineRefused(f"{binary} ({what}) refuses the grammar's programs, its first program "
                               f"of seed 0 already: {said}")

@@ -70,6 +70,7 @@ __all__ = [
     "Verdict",
     "classify",
     "explicit_binary",
+    "which",
     "judge",
     "resolve_target",
     "run_program",
@@ -426,6 +427,14 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+def which(name: str) -> str | None:
+    """``name`` on PATH, else beside this Python (a tool pip installed into loom-fuzz's own
+    environment, such as the ``head`` extra's ``iree-opt``, when that is not on PATH)."""
+    import sys
+
+    return shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
+
+
 def explicit_binary(path: str, what: str) -> str:
     """``path`` (a path to an executable file, or a name on PATH) as an absolute path; raises
     ``TargetNotFound`` (one line naming ``what``)."""
@@ -433,7 +442,7 @@ def explicit_binary(path: str, what: str) -> str:
         if _executable(path):
             return os.path.abspath(path)
         raise TargetNotFound(f"{what} binary {path!r} does not exist or is not executable")
-    found = shutil.which(path)
+    found = which(path)
     if not found:
         raise TargetNotFound(f"{what} binary {path!r} is not on PATH")
     return found
