@@ -107,7 +107,7 @@ def settle_target_options(args: argparse.Namespace) -> None:
     if mlir is not None and named is not None and mlir != named:
         raise TargetOptionsConflict(f"--mlir-opt {mlir} and --target {target} name two optimizers "
                                     "under test: give one")
-    from harness.run.runner import which
+    from harness.run.identity import which
 
     optimizer = mlir or named or os.environ.get("MLIR_OPT") or "mlir-opt-22"
     args.target = args.mlir_opt = which(optimizer) or optimizer

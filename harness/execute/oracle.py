@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import atexit
 import shlex
-import shutil
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -53,7 +52,7 @@ from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.run.atomic import write_atomically
 from harness.run.persistent import DriverError
 from harness.run.expectations import Expectations
-from harness.run.identity import HEX_ELEMENTS_OPTION, BuildIdentity, IdentityError, identify
+from harness.run.identity import HEX_ELEMENTS_OPTION, identify_named
 from harness.run.probe import PipelineRefused
 from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
 from harness.run.runners import Program, Result, Runner
@@ -153,22 +152,12 @@ def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
     the reference must read what the target wrote, or every program is a finding."""
     runner = "process" if runner == "batch" else runner or default_executor_kind()
     toolchain = toolchain or Toolchain()
-    mine, reference = _identity(optimizer.binary), _identity(toolchain.mlir_opt)
+    mine, reference = identify_named(optimizer.binary), identify_named(toolchain.mlir_opt)
     release = mine.major if mine else None
     if (mine and reference and mine.version != reference.version and mine.hex_elements_option
             and not any(a.startswith(f"--{HEX_ELEMENTS_OPTION}") for a in optimizer.extra_args)):
         optimizer = replace(optimizer, extra_args=(*optimizer.extra_args, f"--{HEX_ELEMENTS_OPTION}=-1"))
     return OracleSettings(optimizer, toolchain, batch_size, release=release, runner=runner)
-
-
-def _identity(binary: str) -> BuildIdentity | None:
-    found = shutil.which(binary)
-    if not found:
-        return None
-    try:
-        return identify(found)
-    except IdentityError:
-        return None
 
 
 def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectations | None = None) -> Target:
@@ -178,7 +167,7 @@ def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectatio
     a known upstream failure declared there is no finding."""
     return Target(name="differential", argv=tuple(optimizer.argv()), render="canonical",
                   timeout=timeout, memory_mb=None, expectations=expectations,
-                  build=_identity(optimizer.binary))
+                  build=identify_named(optimizer.binary))
 
 
 def check_oracle(settings: OracleSettings) -> None:
@@ -336,8 +325,8 @@ def finding_extra(settings: OracleSettings, name: str) -> dict:
     runner = shlex.join([settings.toolchain.runner, "-e", "main", "-entry-point-result=void", "-O0",
                          f"-shared-libs={settings.toolchain.runtime_library}"])
     builds = {role: (build.to_json() if build else None) for role, build in (
-        ("optimizer_build", _identity(settings.optimizer.binary)),
-        ("reference_build", _identity(settings.toolchain.mlir_opt)))}
+        ("optimizer_build", identify_named(settings.optimizer.binary)),
+        ("reference_build", identify_named(settings.toolchain.mlir_opt)))}
     return {"oracle_name": "differential",
             "command": f"{optimizer} < {name}.exec.mlir | {lowering} | {runner}",
             "optimizer": optimizer, **builds}

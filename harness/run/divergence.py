@@ -32,7 +32,6 @@ import functools
 import itertools
 import os
 import shlex
-import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,14 +83,9 @@ class DivergenceSettings:
     def reference_target(self, target: Target) -> Target:
         """``target`` with its binary swapped for the reference build's, and its identity
         (the reference's own release, not the primary's)."""
-        build = None
-        if target.build is not None:
-            from harness.run.identity import IdentityError, identify
+        from harness.run.identity import identify_named
 
-            try:
-                build = identify(shutil.which(self.reference) or self.reference)
-            except IdentityError:
-                build = None
+        build = identify_named(self.reference) if target.build is not None else None
         return replace(target, argv=(self.reference, *target.argv[1:]), build=build)
 
     def prepared(self, text: str) -> str:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
-__all__ = ["BuildIdentity", "IdentityError", "identify", "pipeline_passes"]
+__all__ = ["BuildIdentity", "IdentityError", "identify", "identify_named", "pipeline_passes", "which"]
 
 _VERSION = re.compile(r"LLVM version (\d+)\.(\d+)\.(\d+)(\w*)")
 _HELP_FLAG = re.compile(r"^\s+--([a-z][\w-]*)", re.M)
@@ -96,6 +98,24 @@ def pipeline_passes(pipeline: str) -> list[str]:
     without_options = re.sub(r"\{[^{}]*\}", "", pipeline)
     names = re.findall(r"[A-Za-z_][\w.-]*", without_options)
     return [name for name in names if "." not in name]
+
+
+def which(name: str) -> str | None:
+    """``name`` on PATH, else beside this Python (a tool pip installed into loom-fuzz's own
+    environment, such as the ``head`` extra's ``iree-opt``, when that is not on PATH)."""
+    return shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
+
+
+def identify_named(name: str) -> BuildIdentity | None:
+    """The identity of the binary ``name`` (a path or a name :func:`which` finds), or None
+    when there is no such binary or it cannot be asked (its caller says so elsewhere)."""
+    found = which(name)
+    if not found:
+        return None
+    try:
+        return identify(found)
+    except IdentityError:
+        return None
 
 
 def identify(binary: str) -> BuildIdentity:

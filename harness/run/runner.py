@@ -57,7 +57,7 @@ from harness.run.expectations import (
     load_expectations,
 )
 from harness.run.failure_message import first_failure
-from harness.run.identity import BuildIdentity, IdentityError, identify
+from harness.run.identity import BuildIdentity, IdentityError, identify, which
 
 __all__ = [
     "DEFAULT_MLIR_PIPELINE",
@@ -70,7 +70,6 @@ __all__ = [
     "Verdict",
     "classify",
     "explicit_binary",
-    "which",
     "judge",
     "resolve_target",
     "run_program",
@@ -425,14 +424,6 @@ def judge(target: Target, text: str, outcome: Outcome) -> Verdict:
 
 def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def which(name: str) -> str | None:
-    """``name`` on PATH, else beside this Python (a tool pip installed into loom-fuzz's own
-    environment, such as the ``head`` extra's ``iree-opt``, when that is not on PATH)."""
-    import sys
-
-    return shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
 
 
 def explicit_binary(path: str, what: str) -> str:
