@@ -4,7 +4,8 @@
 Each cell is one ``loomfuzz run`` over the same wide programs (seed 1), its summary's
 programs/s; the cells are measured one after another in one run, in rounds that
 alternate their order, on the same machine load.  A release whose persistent driver is
-not built says so (the runner falls back, and the cell is marked).  MLIR 15/16 cannot
+not built says so (the runner falls back, and the cell is marked); a persistent cell names
+its driver (``loomfuzz-mlir-driver-19`` for 19, ``loomfuzz-head-driver`` for the head).  MLIR 15/16 cannot
 read the oracle rendering: their crash cells are left out (the probe refuses them).
 
     python benchmarks/bench_targets.py [-n 300] [--rounds 2]
@@ -22,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RATE = re.compile(r"([\d,.]+) programs/s")
+DRIVER = re.compile(r"runner persistent, driver ([\w.-]+)")
 RELEASES = ("mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt")
 CRASH_PIPELINE = "builtin.module(canonicalize,cse)"
 
@@ -37,7 +39,10 @@ def cell(binary: str, oracle: str, runner: str, count: int) -> tuple[float | Non
     if done.returncode == 2:
         return None, done.stderr.strip().splitlines()[-1][:90]
     match = RATE.search(done.stdout)
-    note = "fell back" if "note: --runner persistent" in done.stderr else ""
+    note = "fell back" if "--runner persistent:" in done.stderr else ""
+    driver = DRIVER.search(done.stdout)
+    if driver:
+        note = (note + " " if note else "") + driver.group(1)
     return (float(match.group(1).replace(",", "")) if match else None), note
 
 

@@ -20,7 +20,12 @@ import pytest
 
 from harness.cli import _parser
 from harness.commands import TargetOptionsConflict, settle_target_options
+from harness.run import head_driver
+from harness.run.head_driver import tool_beside_bindings
 from harness.run.identity import identify, pipeline_passes
+from harness.run.persistent import PersistentRunner, find_driver, persistent_target
+from harness.run.runner import Target, resolve_target
+from harness.run.runners import make_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"
@@ -93,17 +98,55 @@ def test_mlir_19s_crash_is_found_by_every_runner(mlir19_programs, tmp_path, runn
         assert record["target"]["build"]["version"].startswith("19.")
         assert os.path.realpath(record["target"]["argv"][0]) == identify(_tool("mlir-opt-19")).binary
     assert "target:     mlir-opt (LLVM 19." in done.stdout
-    if runner == "persistent":  # the driver is MLIR 22: said once, and not used
-        notes = [line for line in done.stderr.splitlines() if "--runner persistent:" in line]
-        assert len(notes) == 1 and "is LLVM 22" in notes[0] and "running --runner batch" in notes[0]
+    if runner == "persistent":  # the driver linked with MLIR 19 (.ci/setup), not 22's
+        assert "runner persistent, driver loomfuzz-mlir-driver-19" in done.stdout
+        assert "--runner persistent:" not in done.stderr
 
 
-def test_the_persistent_driver_serves_its_own_release(tmp_path):
-    artifacts = tmp_path / "a"
-    done = loomfuzz("run", "--target", "mlir-opt-22", "-n", "30", "--artifacts", str(artifacts),
-                    "--no-progress", cwd=tmp_path)
+@pytest.mark.parametrize("name, driver", [("mlir-opt-22", "loomfuzz-mlir-driver"),
+                                          ("mlir-opt-19", "loomfuzz-mlir-driver-19"),
+                                          ("iree-opt", "loomfuzz-head-driver")])
+def test_the_persistent_driver_serves_its_own_release(tmp_path, name, driver):
+    done = loomfuzz("run", "--target", name, "--pipeline", "builtin.module(canonicalize,cse)", "-n", "30",
+                    "--profile", "wide", "--artifacts", str(tmp_path / "a"), "--no-progress", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "runner persistent" in done.stdout and "note:" not in done.stderr
+    assert f"runner persistent, driver {driver}, 1 job" in done.stdout
+    assert "--runner persistent:" not in done.stderr
+    chosen = find_driver("mlir-opt", identify(_tool(name)))
+    assert identify(chosen).version == identify(_tool(name)).version
+
+
+def test_a_release_without_its_driver_runs_the_target_itself_and_says_so():
+    """MLIR 16 has no persistent driver here: never 22's in its place; one line, then batches
+    of the target itself."""
+    target = resolve_target("mlir-opt-16")
+    runner = make_runner("persistent", target)
+    try:
+        assert runner.kind == "batch" and runner.fallback is None
+        assert "is LLVM 22" in runner.note and "running --runner batch" in runner.note
+        assert runner.target.build.version.startswith("16.")
+    finally:
+        runner.close()
+
+
+def test_the_heads_driver_answers_as_the_heads_tool(tmp_path):
+    """A program the head refuses: the driver's diagnostics are iree-opt's own (buffer <stdin>,
+    line, column, message, source line and caret), and its status is iree-opt's."""
+    program = "func.func @f() {\n  %0 = arith.constant 1 : i32\n  return %0 : i32\n}\n"
+    alone = subprocess.run([str(tool_beside_bindings()), "--pass-pipeline=builtin.module(cse)"],
+                           input=program, capture_output=True, text=True)
+    target = Target("mlir-opt", (_tool("iree-opt"), "--pass-pipeline=builtin.module(cse)"), build=identify(_tool("iree-opt")))
+    head = persistent_target(target)
+    assert os.path.basename(head.driver[0]) == "loomfuzz-head-driver"
+    with PersistentRunner(head) as runner:
+        outcome = runner.run(program)
+        fine = runner.run("func.func @g() {\n  return\n}\n")
+    assert alone.returncode == 1 and outcome.returncode == 1
+    first = alone.stderr.splitlines()[:3]
+    assert outcome.stderr.splitlines()[:3] == first, (outcome.stderr, alone.stderr)
+    assert fine.returncode == 0
+    assert head_driver.unsupported(["--canonicalize"]) == "--canonicalize"
+    assert head_driver.unsupported(["--pass-pipeline=builtin.module(cse)", "--allow-unregistered-dialect"]) is None
 
 
 # ------------------------------------------------ probes follow the target

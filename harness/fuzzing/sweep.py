@@ -177,7 +177,7 @@ def run_sweep(
     part = shard.part(start, count) if shard else range(start, start + count)
     identity = {"source": source, "range": [part.start, part.stop], "target": target.to_json()}
     journal = SweepJournal.open(artifacts, identity)
-    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, suffix, runner=runner.kind,
+    result = SweepResult(part.start, part.stop, journal.path, artifacts, shard, suffix, runner=runner.describe(),
                          jobs=runner.jobs, target=target.describe())
     result.resumed = journal.done_count
     began = time.monotonic()
@@ -274,7 +274,7 @@ def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20)
     lines.append(f"  programs:   {result.programs:,} ({where}); {result.run_now:,} run now, "
                  f"{result.resumed:,} done before (journal {result.journal})")
     how = f"runner {result.runner}, {result.jobs} job{'s' if result.jobs != 1 else ''}"
-    if result.runner == "batch":
+    if result.runner.startswith("batch"):
         how += f", batch size {result.batch_size}" + (", automatic" if result.automatic else "")
     lines.append(f"  runs:       {result.executions:,} executions in {result.processes:,} processes for "
                  f"{result.run_now:,} programs ({how}); "

@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
+from harness.run import head_driver
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
 from harness.run.persistent import (
+    HEAD_DRIVER_NAME,
     DriverError,
     PersistentEvidence,
     PersistentRunner,
@@ -46,6 +49,7 @@ from harness.run.persistent import (
     find_driver,
     persistent_target,
 )
+from harness.run.identity import IdentityError, identify
 from harness.run.runner import Outcome, Target, Verdict, judge, run_program, write_finding
 
 __all__ = [
@@ -165,6 +169,10 @@ class Runner:
     def run_all(self, programs: Sequence[Program]) -> list[Result]:
         return list(self.run(programs))
 
+    def describe(self) -> str:
+        """How programs reach the target, for summaries: the runner's kind."""
+        return self.kind
+
     def run_one(self, program: Program) -> Result:
         """One program in the calling thread (a fuzz target's loop), with that
         thread's own worker state (its driver)."""
@@ -253,6 +261,10 @@ class PersistentPool(Runner):
         self.persistent = persistent
         self.env = env
         self.settle = settle
+
+    def describe(self) -> str:
+        """``persistent`` and the driver that stands for the target (its release's)."""
+        return f"persistent, driver {os.path.basename(self.persistent.driver[0])}"
 
     def _worker_state(self, index: int) -> _Worker:
         runner = PersistentRunner(self.persistent, self.env, settle=self.settle, judge=self.judge)
@@ -362,21 +374,24 @@ class DriverMismatch(DriverError):
 def driver_mismatch(target: Target) -> str | None:
     """Why the target's persistent driver cannot stand for the build the user named, or
     None when it can (or when there is no driver: :func:`persistent_for` says so).  The
-    driver must be the target's release: the persistent path of ``mlir-opt-19`` must not
-    be a driver linked with MLIR 22."""
-    driver = find_driver(target.name)
+    driver must be the target's release (the persistent path of ``mlir-opt-19`` is the
+    driver linked with MLIR 19, never the one linked with 22) and must honour every
+    flag of the target's command line."""
+    driver = find_driver(target.name, target.build)
     if driver is None or target.build is None:
         return None
-    from harness.run.identity import IdentityError, identify
-
     try:
         mine = identify(driver)
     except IdentityError as error:
         return f"the persistent driver cannot be asked its version ({error})"
-    if mine.version == target.build.version:
-        return None
-    return (f"the persistent driver {driver} is LLVM {mine.version}, the target "
-            f"{target.build.binary} is LLVM {target.build.version}")
+    if mine.version != target.build.version:
+        return (f"the persistent driver {driver} is LLVM {mine.version}, the target "
+                f"{target.build.binary} is LLVM {target.build.version}")
+    if os.path.basename(driver) == HEAD_DRIVER_NAME:
+        flag = head_driver.unsupported(target.argv[1:])
+        if flag:
+            return f"the development head's persistent driver does not take {flag}"
+    return None
 
 
 def default_runner_kind(target: Target) -> str:
@@ -386,7 +401,7 @@ def default_runner_kind(target: Target) -> str:
     if target.name not in ("mlir-opt", "loom-opt"):
         return "batch"
     try:
-        return "persistent" if find_driver(target.name) and driver_mismatch(target) is None else "batch"
+        return "persistent" if find_driver(target.name, target.build) and driver_mismatch(target) is None else "batch"
     except DriverError:
         return "batch"
 
