@@ -103,6 +103,17 @@ def test_mlir_19s_crash_is_found_by_every_runner(mlir19_programs, tmp_path, runn
         assert "--runner persistent:" not in done.stderr
 
 
+def test_fuzz_runs_mlir_19_through_its_own_driver(tmp_path):
+    done = loomfuzz("fuzz", "--target", "mlir-opt-19", "--pipeline", RDV, "--profile", "wide",
+                    "--runner", "persistent", "--runs", "200", "--seed", "3", cwd=tmp_path)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "artifacts").glob("crash-*.json")]
+    assert records, done.stderr[-2000:]
+    for record in records:
+        assert record["target"]["build"]["version"].startswith("19.")
+        assert "loomfuzz-mlir-driver-19" in json.dumps(record)
+    assert "--runner persistent:" not in done.stderr
+
+
 @pytest.mark.parametrize("name, driver", [("mlir-opt-22", "loomfuzz-mlir-driver"),
                                           ("mlir-opt-19", "loomfuzz-mlir-driver-19"),
                                           ("iree-opt", "loomfuzz-head-driver")])
@@ -212,6 +223,30 @@ def test_no_target_option_is_silently_ignored(command):
         settled("--oracle", "differential", "--target", "iree-opt", "--mlir-opt", "mlir-opt-16")
     with pytest.raises(TargetOptionsConflict, match="names none"):
         settled("--oracle", "differential", "--target", "loom-opt")
+
+
+def test_every_option_of_every_command_is_read():
+    """Walks every option of every command: each one's value is read somewhere in harness/
+    (an option nobody reads is silently ignored).  The lines that declare options do not
+    count as reading them."""
+    import argparse
+    import re
+
+    from harness.cli import COMMANDS as ALL_COMMANDS
+
+    source = "\n".join(line for path in (ROOT / "harness").rglob("*.py")
+                       for line in path.read_text().splitlines() if "add_argument(" not in line)
+    unread = []
+    for name in ALL_COMMANDS:
+        parser = _parser(name)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for action in sub.choices[name]._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            dest = action.dest
+            if not re.search(rf"\b(args|options)\.{dest}\b|getattr\(args, ['\"]{dest}['\"]|['\"]{dest}['\"]", source):
+                unread.append(f"{name} {'/'.join(action.option_strings) or dest}")
+    assert not unread, unread
 
 
 def test_mlir_opt_is_a_spelling_of_the_target(tmp_path):
