@@ -10,7 +10,7 @@ language it renders.
 A *style* is one of the grammar's renderings (``canonical`` always; the
 default grammar adds ``oracle``): the same tree with other terminal text.
 
-Speed: the text of a tabulated subtree (:class:`harness.core.grammar.Table`)
+Speed: the text of a tabulated subtree (:class:`harness.core.compiled.Table`)
 depends only on the subtree, the counters' state, the indentation and
 whether it starts a line, so it is rendered once per such key and then
 copied; for the default grammar a program is a few look-ups and one join.
@@ -22,7 +22,7 @@ import threading
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
-from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.scope import NameRef, Scope, UseRef
 
 #: Separates programs in one stream, as ``mlir-opt --split-input-file`` expects.

@@ -73,8 +73,8 @@ import atheris
 
 from harness.contract import describe_grammar, load_grammar, program_suffix, with_robust_expectations
 from harness.core.codec import decode, max_input_length
+from harness.core.compiled import GrammarError
 from harness.core.features import KPathFeatures
-from harness.core.grammar import GrammarError
 from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing import stopping
