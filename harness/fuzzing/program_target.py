@@ -293,7 +293,8 @@ class ProgramFuzzer:
 
 def _open_coverage(kind: str, binary: str):
     """The AFL++ bridge, imported only when coverage asks for it."""
-    from harness.run.coverage import CoverageUnavailable, open_bridge
+    from harness.run.afl_map import CoverageUnavailable
+    from harness.run.coverage import open_bridge
 
     try:
         return open_bridge(kind, binary)
