@@ -91,19 +91,18 @@ def imports(root: Path) -> list[Edge]:
                 while resolved not in found and "." in resolved:
                     resolved = resolved.rpartition(".")[0]
                 if resolved in found:
-                    target = resolved
-                elif not target.startswith("harness"):
-                    pass  # outside the package: kept as written
-                else:
-                    continue
+                    target = resolved  # the module itself, or the package holding the name
+                elif _within(target, "harness"):
+                    continue  # no such module (a name the checks cannot place)
                 if target != name:
                     edges.append(Edge(name, target, rel, node.lineno))
     return sorted(set(edges), key=lambda e: (e.source, e.target, e.line))
 
 
-def circles(edges: list[Edge]) -> list[list[Edge]]:
-    """One cycle of edges per strongly connected group of modules (Tarjan), each
-    printed as a path back to its start."""
+def circles(edges: list[Edge]) -> list[tuple[list[Edge], list[Edge]]]:
+    """Per strongly connected group of modules (Tarjan): one cycle of edges, a path
+    from its first module back to it, and every other import inside the group
+    (each of which also has to go)."""
     graph: dict[str, list[Edge]] = {}
     for edge in edges:
         graph.setdefault(edge.source, []).append(edge)
@@ -159,8 +158,9 @@ def circles(edges: list[Edge]) -> list[list[Edge]]:
                 if cycle:
                     break
             frontier = nxt
-        cycles.append(cycle)
-    return sorted(cycles, key=lambda c: c[0].source)
+        others = [e for v in sorted(group) for e in graph[v] if e.target in group and e not in cycle]
+        cycles.append((cycle, others))
+    return sorted(cycles, key=lambda c: c[0][0].source)
 
 
 def layer_of(module: str) -> int | None:
@@ -193,8 +193,10 @@ def _report(what: str, lines: list[str]) -> str:
     return f"{what}:\n" + "\n".join(f"    {line}" for line in lines)
 
 
-def _cycle_text(cycle: list[Edge]) -> str:
-    return " -> ".join([cycle[0].source] + [f"{e.target} [{e.path}:{e.line}]" for e in cycle])
+def _cycle_text(circle: tuple[list[Edge], list[Edge]]) -> str:
+    cycle, others = circle
+    text = " -> ".join([cycle[0].source] + [f"{e.target} [{e.path}:{e.line}]" for e in cycle])
+    return text + "".join(f"\n        also {e}" for e in others)
 
 
 # ------------------------------------------------------------------- the package
@@ -231,10 +233,10 @@ def test_the_checker_imports_nothing_of_core_or_grammars(edges):
 
 
 def test_every_kind_of_import_is_seen(edges):
-    """Imports inside functions (render_exec's renderer, the core's grammar registry)
+    """Imports inside functions (make_executor's InProcessExecutor, the core's grammar registry)
     and the ``from PACKAGE import MODULE`` form are edges, resolved to modules."""
     pairs = {(e.source, e.target) for e in edges}
-    assert ("harness.execute.render_exec", "harness.core.render") in pairs  # function-level
+    assert ("harness.execute.executors", "harness.execute.inprocess") in pairs  # function-level
     assert ("harness.core.grammar", "grammars") in pairs  # the registry, read inside functions
     assert ("harness.cli_reference", "harness.cli") in pairs
     assert ("harness.execute.oracle", "harness.execute.differential") in pairs  # multi-line from-import
@@ -256,7 +258,7 @@ def test_a_circle_through_a_function_and_type_checking_import_is_found(tmp_path)
     root = _package(tmp_path, {
         "harness/__init__.py": "",
         "harness/core/__init__.py": "",
-        "harness/core/a.py": "from harness.core.b import thing\n",
+        "harness/core/a.py": "from harness.core.b import thing\n\ndef g():\n    import harness.core.c\n",
         "harness/core/b.py": ("from typing import TYPE_CHECKING\n"
                               "if TYPE_CHECKING:\n"
                               "    from harness.core import c\n"
@@ -266,9 +268,11 @@ def test_a_circle_through_a_function_and_type_checking_import_is_found(tmp_path)
     })
     found = circles(imports(root))
     assert len(found) == 1
-    text = _cycle_text(found[0])
-    assert text == ("harness.core.a -> harness.core.b [harness/core/a.py:1] -> "
-                    "harness.core.c [harness/core/b.py:3] -> harness.core.a [harness/core/c.py:2]")
+    assert _cycle_text(found[0]).split("\n") == [
+        "harness.core.a -> harness.core.c [harness/core/a.py:4] -> harness.core.a [harness/core/c.py:2]",
+        "        also harness.core.a -> harness.core.b (harness/core/a.py:1)",
+        "        also harness.core.b -> harness.core.c (harness/core/b.py:3)",  # under TYPE_CHECKING
+    ]
 
 
 def test_an_upward_import_and_a_checker_reading_core_are_found(tmp_path):
