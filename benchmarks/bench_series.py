@@ -31,7 +31,8 @@ from harness.core.codec import encode, nonempty  # noqa: E402
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
 from harness.fuzzing.options import FeatureMode, FuzzOptions, StatsOptions, write_options  # noqa: E402
-from harness.fuzzing.series import CampaignSeries, WorkerSeries  # noqa: E402
+from harness.fuzzing.campaign_series import CampaignSeries  # noqa: E402
+from harness.fuzzing.worker_series import WorkerSeries  # noqa: E402
 from harness.fuzzing.worker_summary import read_summaries  # noqa: E402
 
 FUZZ_TARGET = REPO / "fuzz_targets" / "loom_opt_fuzzer.py"

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.commands import TargetOptionsConflict, settle_target_options
-    from harness.core.grammar import GrammarError
+    from harness.core.compiled import GrammarError
     from harness.run.lifetime import interrupt_handlers
     from harness.run.probe import PipelineRefused
 

@@ -25,7 +25,8 @@ import re
 from functools import lru_cache
 from typing import Callable
 
-from harness.core.grammar import CompiledGrammar, GrammarError, compile_grammar, load
+from harness.core.compiled import CompiledGrammar, GrammarError
+from harness.core.grammar import compile_grammar, load
 from harness.core.tree import Node
 
 __all__ = ["IN_CONTRACT", "break_precondition", "contract_checker", "contract_of", "describe_grammar",

@@ -1,5 +1,5 @@
-"""The AFL++ coverage bridge (harness/coverage.py), its clean-up, and the
-ClusterFuzzLite / PyInstaller bundling (issue 5).
+"""The AFL++ coverage bridge (harness/run/coverage.py; its map: harness/run/afl_map.py),
+its clean-up, and the ClusterFuzzLite / PyInstaller bundling (issue 5).
 
 Real processes throughout: tests/fixtures/deep_bug.c built with
 ``afl-clang-fast`` (CI installs Debian's afl++ and afl++-clang), real System V
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import harness.run.afl_map as afl_map
 import harness.run.coverage as coverage
 from harness.fuzzing.options import CoverageKind, FuzzOptions, write_options
 from harness.fuzzing.worker_summary import WorkerSummary, read_summaries
@@ -242,9 +243,9 @@ def test_bucket_classes_are_afl_s():
 
 
 def test_map_size_follows_the_binary(deep_bug_afl, deep_bug_cc):
-    edges = coverage.probe_map_size(deep_bug_afl)
+    edges = afl_map.probe_map_size(deep_bug_afl)
     assert edges is not None and 40 <= edges <= 4096
-    assert coverage.probe_map_size(deep_bug_cc) is None
+    assert afl_map.probe_map_size(deep_bug_cc) is None
     with coverage.open_bridge("afl", deep_bug_afl) as b:
         assert b.map_size % 64 == 0 and edges <= b.map_size < edges + 64
         assert b.env == {"__AFL_SHM_ID": str(b.shm_id), "AFL_MAP_SIZE": str(b.map_size)}
@@ -255,16 +256,16 @@ def test_map_size_follows_the_binary(deep_bug_afl, deep_bug_cc):
 
 
 def test_unavailable_is_one_clear_line(deep_bug_cc, deep_bug_afl, monkeypatch, tmp_path):
-    with pytest.raises(coverage.CoverageUnavailable, match="no AFL.. coverage map.*afl-clang-fast"):
+    with pytest.raises(afl_map.CoverageUnavailable, match="no AFL.. coverage map.*afl-clang-fast"):
         coverage.open_bridge("afl", deep_bug_cc)
-    with pytest.raises(coverage.CoverageUnavailable, match="does not exist"):
+    with pytest.raises(afl_map.CoverageUnavailable, match="does not exist"):
         coverage.open_bridge("afl", str(tmp_path / "missing"))
-    with pytest.raises(coverage.CoverageUnavailable, match="unknown coverage kind 'llvm'"):
+    with pytest.raises(afl_map.CoverageUnavailable, match="unknown coverage kind 'llvm'"):
         coverage.open_bridge("llvm", deep_bug_afl)
     import atheris
 
     monkeypatch.delattr(atheris, "_reserve_counter")
-    with pytest.raises(coverage.CoverageUnavailable, match="_reserve_counter.*atheris 3.0.0") as info:
+    with pytest.raises(afl_map.CoverageUnavailable, match="_reserve_counter.*atheris 3.0.0") as info:
         coverage.open_bridge("afl", deep_bug_afl)
     assert "\n" not in str(info.value)
 
@@ -309,16 +310,16 @@ def test_deeper_partial_matches_light_more_edges(bridge, deep_bug_afl):
 
 def test_map_is_zeroed_between_runs(bridge, deep_bug_afl):
     _, _, hits_b = run_with(bridge, deep_bug_afl, PROGRAM_B)
-    assert ctypes.string_at(bridge._addr, bridge.map_size) == bytes(bridge.map_size)
+    assert ctypes.string_at(bridge.segment.addr, bridge.map_size) == bytes(bridge.map_size)
     _, _, hits_a = run_with(bridge, deep_bug_afl, PROGRAM_A)
     with coverage.open_bridge("afl", deep_bug_afl) as fresh:
         _, _, fresh_a = run_with(fresh, deep_bug_afl, PROGRAM_A)
     assert hits_a == fresh_a
     # a run that was never finished (an exception in between) is wiped whole
     bridge.start_run()
-    ctypes.memset(bridge._addr, 7, bridge.map_size)  # the target wrote, nobody read
+    ctypes.memset(bridge.segment.addr, 7, bridge.map_size)  # the target wrote, nobody read
     bridge.start_run()
-    assert ctypes.string_at(bridge._addr, bridge.map_size) == bytes(bridge.map_size)
+    assert ctypes.string_at(bridge.segment.addr, bridge.map_size) == bytes(bridge.map_size)
     bridge.finish_run()
 
 
@@ -350,7 +351,7 @@ def _time_finish_run(b: coverage.CoverageBridge, hits: int, rounds: int) -> floa
     best = float("inf")
     for _ in range(rounds):
         b.start_run()
-        ctypes.memmove(b._addr, image, b.map_size)
+        ctypes.memmove(b.segment.addr, image, b.map_size)
         start = time.perf_counter()
         assert b.finish_run() == hits
         best = min(best, time.perf_counter() - start)
@@ -425,8 +426,8 @@ def test_stale_segments_of_the_fallback_are_reaped(deep_bug_afl):
         kill_group(proc)
     row = segments().get(shm_id)
     assert row is not None and row["nattch"] == 0
-    assert row["key"] & coverage.KEY_MASK == coverage.KEY_BASE
-    assert shm_id in coverage.reap_stale_segments()
+    assert row["key"] & afl_map.KEY_MASK == afl_map.KEY_BASE
+    assert shm_id in afl_map.reap_stale_segments()
     assert shm_id not in segments()
 
 

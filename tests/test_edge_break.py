@@ -21,8 +21,8 @@ import pytest
 from grammars.breaks import BREAKABLE, UNBREAKABLE
 from harness.checker import check_text
 from harness.contract import contract_of, describe_grammar, load_grammar, robust_expectations
+from harness.core.compiled import GrammarError
 from harness.core.engine import generate
-from harness.core.grammar import GrammarError
 from harness.core.render import render, render_stream
 from harness.core.tree import decisions
 from harness.core.walk import random_trees

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import grammars.program_shape as shape
+from harness.core.compiled import GrammarError
 from harness.core.engine import fuzzingbook_grammar
-from harness.core.grammar import GrammarError, compile_grammar, default_grammar, load_file
+from harness.core.grammar import compile_grammar, default_grammar, load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]

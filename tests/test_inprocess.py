@@ -16,9 +16,10 @@ from harness.contract import load_grammar
 from harness.core.engine import generate
 from harness.core.render import renderer
 from harness.execute.differential import Optimizer, ReferenceFailed, Same, WrongCode
-from harness.execute.executors import ProcessExecutor, make_executor
+from harness.execute.executors import make_executor
 from harness.execute.inprocess import InProcessExecutor, in_process_optimizer
 from harness.execute.interpret import interpret_program
+from harness.execute.process_executor import ProcessExecutor
 from harness.execute.render_exec import exec_module
 from harness.execute.toolchain import Toolchain
 from harness.run.persistent import default_driver_path

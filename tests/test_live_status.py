@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.fuzzing.series import Snapshot
+from harness.fuzzing.campaign_series import Snapshot
 from harness.fuzzing.status import StatusDisplay, format_status, is_progress_line
 
 REPO = Path(harness.__file__).resolve().parent.parent

@@ -267,7 +267,7 @@ def test_driver_clears_the_afl_map_before_each_program(tmp_path):
             edges = int(subprocess.run([binary], env={**os.environ, "AFL_DUMP_MAP_SIZE": "1"},
                                        capture_output=True, text=True).stdout)
             assert 0 < edges <= bridge.map_size
-            ctypes.memset(bridge._addr, 0x7F, edges)
+            ctypes.memset(bridge.segment.addr, 0x7F, edges)
             again = hits("// id 1\nprogram\n")
             assert again == clean
             rejected = hits("// id 2\nPLANT_REJECT\n", OutcomeKind.REJECTED)
@@ -451,7 +451,7 @@ def test_afl_instrumented_driver_clears_its_map(tmp_path):
             assert accepted and set(rejected) != set(accepted)
             edges = int(subprocess.run([str(binary)], env={**os.environ, "AFL_DUMP_MAP_SIZE": "1"},
                                        capture_output=True, text=True).stdout)
-            ctypes.memset(bridge._addr, 0x7F, edges)  # every edge the binary has
+            ctypes.memset(bridge.segment.addr, 0x7F, edges)  # every edge the binary has
             assert hits(good, OutcomeKind.ACCEPTED) == accepted
 
 

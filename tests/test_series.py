@@ -15,18 +15,18 @@ import time
 
 import pytest
 
+from harness.fuzzing.campaign_series import CampaignSeries
 from harness.fuzzing.series import (
     COLUMNS,
-    CampaignSeries,
     STATS_FILE,
     WORKER_COLUMNS,
     WORKERS_FILE,
     SeriesError,
-    WorkerSeries,
     parse_rows,
     read_series,
     rotate_previous,
 )
+from harness.fuzzing.worker_series import WorkerSeries
 from harness.run.runner import FINDING_KINDS
 
 from tests.test_fuzz import clean_env, corpus_sizes, executions, loomfuzz

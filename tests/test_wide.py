@@ -25,8 +25,9 @@ import pytest
 from harness.checker import check_text
 from harness.contract import contract_of, load_grammar
 from harness.core.codec import decode, encode, max_input_length
+from harness.core.compiled import GrammarError
 from harness.core.engine import generate
-from harness.core.grammar import GrammarError, compile_grammar
+from harness.core.grammar import compile_grammar
 from harness.core.mutate import Mutator
 from harness.core.reduce import minimize
 from harness.core.render import render, render_stream

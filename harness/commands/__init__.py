@@ -140,7 +140,7 @@ def profile_from_args(args: argparse.Namespace) -> str | None:
 def grammar_from_args(args: argparse.Namespace):
     """The compiled grammar the options name; raises ``GrammarError`` (one line)."""
     from harness.contract import load_grammar
-    from harness.core.grammar import GrammarError
+    from harness.core.compiled import GrammarError
 
     if getattr(args, "break_precondition", None) and getattr(args, "profile", None) not in (None, "break"):
         raise GrammarError(f"--break goes with --profile break, not --profile {args.profile}")
@@ -155,7 +155,7 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     ``--expectations`` names a file).  Raises ``TargetError``, and ``GrammarError``
     (one line, exit 2) when the target reads a rendering the grammar does not have."""
     from harness.contract import with_robust_expectations
-    from harness.core.grammar import GrammarError
+    from harness.core.compiled import GrammarError
 
     target = target_from_args(args)
     missing = missing_rendering(target, grammar)

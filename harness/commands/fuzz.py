@@ -193,7 +193,7 @@ def _check_target(args: argparse.Namespace, grammar):
         except DriverError as error:
             return None, _error(f"--runner persistent: {error}")
     if args.coverage != "none":
-        from harness.run.coverage import CoverageUnavailable, require_map
+        from harness.run.afl_map import CoverageUnavailable, require_map
 
         try:
             require_map(coverage_binary)

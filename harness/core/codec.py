@@ -35,7 +35,7 @@ import threading
 from bisect import bisect_right
 
 from harness.core.codegen import Module
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.tree import decisions, kid_calls
 from harness.core.walk import walker
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any, Iterator
 
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.tree import from_fuzzingbook
 from harness.core.walk import random_trees
 

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 from zlib import crc32
 
 from harness.core.codec import decode, encode, nonempty
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.pool import SubtreePool
 from harness.core.tree_index import TreeIndex
 from harness.core.tree_ops import Edit

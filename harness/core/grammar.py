@@ -39,8 +39,9 @@ naming the nonterminal and what is wrong) and computes, per nonterminal:
   language as a table of trees with their probabilities: the random walk
   picks a whole subtree with one draw, and the renderer caches their text.
 
-Derivation trees are plain tuples ``(nonterminal id, alternative, children)``
-(:mod:`harness.core.tree`).
+What it makes, a :class:`~harness.core.compiled.CompiledGrammar`, and the
+types it holds live in :mod:`harness.core.compiled`; derivation trees are
+plain tuples ``(nonterminal id, alternative, children)`` (:mod:`harness.core.tree`).
 """
 
 from __future__ import annotations
@@ -51,16 +52,16 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping, TypeVar
+from typing import Any, Mapping
 
-from harness.core.grammar_analysis import Table, byte_table, languages, min_sizes, reachability, tables
+from harness.core.compiled import Alternative, CompiledGrammar, CounterRef, GrammarError
+from harness.core.grammar_analysis import byte_table, languages, min_sizes, reachability, tables
 from harness.core.recursion import allow_trees_of_depth
 from harness.core.scope import OPTIONS as SCOPE_OPTIONS
-from harness.core.scope import Binding, NameRef, UseRef, parse_binding, unscoped_use
+from harness.core.scope import NameRef, UseRef, parse_binding, unscoped_use
 
 NONTERMINAL = re.compile(r"(<[^<> ]*>)")
 PLACEHOLDER = re.compile(r"\$(?:([A-Z][A-Z0-9_]*)|(\^?)([0-9]+))")
@@ -70,114 +71,6 @@ _UNESCAPE = str.maketrans({"\u2039": "<", "\u203a": ">"})
 
 #: Depth budget of a walk when the grammar does not set ``MAX_DEPTH``.
 DEFAULT_MAX_DEPTH = 40
-
-Node = tuple  # (nonterminal id, alternative index, children tuple)
-
-
-class GrammarError(ValueError):
-    """A grammar that cannot be compiled; the message is one line."""
-
-
-class CounterRef(str):
-    """A ``$NAME`` placeholder inside a terminal: its value comes from the render pass."""
-
-    @property
-    def written(self) -> str:
-        return "$" + self
-
-
-#: Placeholders in terminals, filled by the render pass (each knows how it is written).
-PLACEHOLDERS = (CounterRef, NameRef, UseRef)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    text: str  # the expansion as written (fuzzingbook's string)
-    kids: tuple[int, ...]  # nonterminal ids, in order
-    parts: tuple  # str terminal | int (index into kids) | CounterRef | NameRef | UseRef
-    prob: float
-    counter: str | None
-    indent: int
-    label: str
-    binding: Binding | None = None  # values it defines, binds or uses (harness.core.scope)
-
-_T = TypeVar("_T")
-
-
-@dataclass
-class CompiledGrammar:
-    source: str
-    start: int
-    names: list[str]
-    ids: dict[str, int]
-    alts: list[tuple[Alternative, ...]]
-    max_depth: int
-    renderings: dict[str, list[list[tuple]]] = field(default_factory=dict)  # style -> n -> alt -> parts
-    #: What the grammar file says of itself for the tools around the core (``CONTRACT``:
-    #: the preconditions its programs satisfy, e.g. "P1-P24"; ``PROFILE``: its name;
-    #: ``SUFFIX``: its program files' suffix, e.g. ".calc").
-    meta: dict[str, Any] = field(default_factory=dict)
-    # computed
-    cumulative: list[tuple[float, ...]] = field(default_factory=list)
-    byte_table: list[bytes] = field(default_factory=list)
-    smallest_byte: list[bytes] = field(default_factory=list)
-    min_size: list[int] = field(default_factory=list)
-    alt_min_size: list[tuple[int, ...]] = field(default_factory=list)
-    cheapest: list[int] = field(default_factory=list)
-    min_depth: list[int] = field(default_factory=list)
-    alt_min_depth: list[tuple[int, ...]] = field(default_factory=list)
-    shallowest: list[int] = field(default_factory=list)
-    count: list[int | None] = field(default_factory=list)
-    width: list[int | None] = field(default_factory=list)
-    deepest: list[int | None] = field(default_factory=list)  # deepest tree's depth; None: recursive
-    tables: list[Table | None] = field(default_factory=list)
-    unique: list[Node | None] = field(default_factory=list)
-    counters: tuple[str, ...] = ()
-    alt_kids: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)
-
-    def derived(self, make: Callable[..., _T], *args: Hashable) -> _T:
-        """``make(self, *args)``, computed once and kept with the grammar (compiled passes,
-        renderers, rankings: they live as long as it does).
-
-        Keyed on everything it depends on: the function that computes it, its
-        arguments, and this grammar, which nothing changes once :func:`compile_grammar`
-        has returned it (a grammar file edited on disk is a new grammar object,
-        :func:`load_file`).  So a value is never served for another question, and
-        there are no names to keep apart."""
-        cache = self.__dict__.setdefault("_derived", {})
-        key = (make, args)
-        value = cache.get(key)
-        if value is None:
-            value = cache[key] = make(self, *args)
-        return value
-
-    @property
-    def styles(self) -> tuple[str, ...]:
-        return tuple(self.renderings)
-
-    @property
-    def start_name(self) -> str:
-        return self.names[self.start]
-
-    def decisions(self) -> list[int]:
-        """Nonterminals with more than one alternative (the weighted choices)."""
-        return [n for n, alts in enumerate(self.alts) if len(alts) > 1]
-
-    def probabilities(self, n: int) -> tuple[float, ...]:
-        return tuple(a.prob for a in self.alts[n])
-
-    def label(self, n: int, a: int) -> str:
-        return self.alts[n][a].label
-
-    @property
-    def finite(self) -> bool:
-        return self.count[self.start] is not None
-
-    @property
-    def max_bytes(self) -> int | None:
-        """The longest choice sequence (``None`` for a recursive grammar)."""
-        return self.width[self.start]
-
 
 # ----------------------------------------------------------------- loading
 

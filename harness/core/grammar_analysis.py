@@ -1,6 +1,6 @@
 """What compiling a grammar computes about it: reachability, sizes, languages, tables.
 
-Each function takes the :class:`~harness.core.grammar.CompiledGrammar` being
+Each function takes the :class:`~harness.core.compiled.CompiledGrammar` being
 built by :func:`harness.core.grammar.compile_grammar` and fills in fields
 derived from its alternatives (``fail(symbol, what)`` makes the
 ``GrammarError`` naming a nonterminal):
@@ -12,47 +12,26 @@ derived from its alternatives (``fail(symbol, what)`` makes the
 * :func:`languages`: how many trees each nonterminal has (None: recursive),
   its width in the choice-sequence layout, the depth of its deepest tree;
 * :func:`tables`: the whole language of each nonterminal with at most
-  :data:`TABLE_LIMIT` trees, as a :class:`Table`;
+  :data:`TABLE_LIMIT` trees, as a :class:`~harness.core.compiled.Table`;
 * :func:`byte_table`: the codec's byte -> alternative map.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
-from dataclasses import dataclass
 from itertools import accumulate, product
-from typing import TYPE_CHECKING
 
+from harness.core.compiled import CompiledGrammar, GrammarError, Node, Table
 from harness.core.recursion import deep_recursion
 
-if TYPE_CHECKING:
-    from harness.core.grammar import CompiledGrammar
-
-__all__ = ["TABLE_LIMIT", "Table", "byte_table", "deepest", "languages", "min_sizes",
+__all__ = ["TABLE_LIMIT", "byte_table", "deepest", "languages", "min_sizes",
            "reachability", "tables"]
-
-Node = tuple  # (nonterminal id, alternative index, children tuple): harness.core.tree
 
 #: Finite languages up to this many trees are tabulated (picked whole, rendered from a cache).
 TABLE_LIMIT = 4096
 
 
-@dataclass
-class Table:
-    """A finite language: every tree, with its probability, and a cumulative for bisect."""
-
-    trees: tuple[Node, ...]
-    cumulative: tuple[float, ...]
-    index: dict  # tree -> entry
-    by_id: dict  # id(tree) -> entry (the table's own objects)
-    depth: int  # the deepest tree's depth
-
-    def pick(self, u: float) -> Node:
-        return self.trees[bisect_right(self.cumulative, u)]
-
-
-def reachability(g: "CompiledGrammar", fail) -> None:
+def reachability(g: CompiledGrammar, fail) -> None:
     seen = {g.start}
     stack = [g.start]
     while stack:
@@ -66,7 +45,7 @@ def reachability(g: "CompiledGrammar", fail) -> None:
             raise fail(name, f"unreachable from the start symbol {g.start_name}")
 
 
-def min_sizes(g: "CompiledGrammar", fail) -> None:
+def min_sizes(g: CompiledGrammar, fail) -> None:
     """Fewest nodes and least depth of a finite derivation, by fixpoint."""
     inf = math.inf
     size = [inf] * len(g.names)
@@ -110,7 +89,7 @@ def min_sizes(g: "CompiledGrammar", fail) -> None:
                     for d, s in zip(g.alt_min_depth, g.alt_min_size)]
 
 
-def languages(g: "CompiledGrammar") -> None:
+def languages(g: CompiledGrammar) -> None:
     """Tree counts and layout widths; ``None`` for nonterminals that reach recursion."""
     count: list[int | None] = [None] * len(g.names)
     width: list[int | None] = [None] * len(g.names)
@@ -148,7 +127,7 @@ def languages(g: "CompiledGrammar") -> None:
     g.deepest = deepest(g)
 
 
-def deepest(g: "CompiledGrammar") -> list[int | None]:
+def deepest(g: CompiledGrammar) -> list[int | None]:
     """The depth of each finite nonterminal's deepest tree (None: recursive)."""
     deepest: list[int | None] = [None] * len(g.names)
     # finite nonterminals only reach finite ones: settle them by fixpoint
@@ -167,7 +146,7 @@ def deepest(g: "CompiledGrammar") -> list[int | None]:
     return deepest
 
 
-def tables(g: "CompiledGrammar") -> None:
+def tables(g: CompiledGrammar) -> None:
     trees: dict[int, list[tuple[Node, float]]] = {}
 
     def language(n: int) -> list[tuple[Node, float]]:
@@ -204,8 +183,6 @@ def byte_table(probabilities: list[float]) -> bytes:
     if k == 1:
         return bytes(256)
     if k > 256:
-        from harness.core.grammar import GrammarError  # (a cycle at import time otherwise)
-
         raise GrammarError(f"more than 256 alternatives ({k}) cannot be one byte of the codec")
     total = sum(probabilities) or 1.0
     share = [max(1, round(256 * p / total)) for p in probabilities]

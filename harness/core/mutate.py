@@ -69,8 +69,8 @@ from zlib import crc32
 
 from harness.core.byte_mutate import FastRandom, python_byte_mutate
 from harness.core.codec import nonempty
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.fitting import Fitting, Output
-from harness.core.grammar import CompiledGrammar, Node
 from harness.core.pool import SubtreePool
 from harness.core.tree_index import TreeIndex
 from harness.core.tree_ops import TREE_OPERATORS, Context, Edit, Repetitions, splice, switches

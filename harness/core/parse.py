@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, NamedTuple
 
-from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.compiled import CompiledGrammar, CounterRef, Node
 from harness.core.render import SPLIT_MARKER, Renderer, _State, renderer
 from harness.core.scope import NameRef, UseRef
 from harness.core.tree import intern

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.core.grammar import Node
+from harness.core.compiled import Node
 from harness.core.tree import Path
 
 POOL_PER_SYMBOL = 32

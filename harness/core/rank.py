@@ -35,7 +35,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.recursion import allow_trees_of_depth
 
 __all__ = ["Ranking", "RankingError", "ranking"]

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.mutate import Repetitions
 from harness.core.tree import Path, intern, node_at, refill, replace_at, smallest_tree, walk_nodes
 

@@ -10,7 +10,7 @@ language it renders.
 A *style* is one of the grammar's renderings (``canonical`` always; the
 default grammar adds ``oracle``): the same tree with other terminal text.
 
-Speed: the text of a tabulated subtree (:class:`harness.core.grammar.Table`)
+Speed: the text of a tabulated subtree (:class:`harness.core.compiled.Table`)
 depends only on the subtree, the counters' state, the indentation and
 whether it starts a line, so it is rendered once per such key and then
 copied; for the default grammar a program is a few look-ups and one join.
@@ -22,7 +22,9 @@ import threading
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
-from harness.core.grammar import CompiledGrammar, CounterRef, Node
+from harness.core.compiled import CompiledGrammar, Node
+from harness.core.render_code import compile_pass
+from harness.core.render_steps import RenderSteps, pad
 from harness.core.scope import NameRef, Scope, UseRef
 
 #: Separates programs in one stream, as ``mlir-opt --split-input-file`` expects.
@@ -30,38 +32,13 @@ SPLIT_MARKER = "// -----\n"
 _CACHE_LIMIT = 200_000
 
 
-class Renderer:
-    """Renders trees of one grammar in one style."""
+class Renderer(RenderSteps):
+    """Renders trees of one grammar in one style: the interpreted pass (the reference,
+    which the parser drives) and, for whole trees, the compiled one."""
 
     def __init__(self, grammar: CompiledGrammar, style: str = "canonical") -> None:
-        if style not in grammar.renderings:
-            raise ValueError(f"unknown rendering {style!r}: choose one of {', '.join(grammar.renderings)}")
-        self.grammar = grammar
-        self.style = style
-        self.parts = grammar.renderings[style]
+        super().__init__(grammar, style)
         self.cache: dict[tuple, tuple[str, tuple[int, ...], bool]] = {}
-        self.counter_index = {name: i for i, name in enumerate(grammar.counters)}
-        self.tables = grammar.tables
-        # per (nonterminal, alternative): (parts, counter index or -1, indent, binding,
-        # the kid before which bound values appear or -1, whether it opens a scope entry:
-        # a use only reads)
-        self.steps = [
-            [(self.parts[n][a], self.counter_index[alt.counter] if alt.counter else -1, alt.indent,
-              alt.binding, len(alt.kids) - 1 if alt.binding and alt.binding.binds else -1,
-              bool(alt.binding and (alt.binding.defines or alt.binding.binds or alt.binding.scope)))
-             for a, alt in enumerate(alt_list)]
-            for n, alt_list in enumerate(grammar.alts)
-        ]
-        # a nonterminal that only passes its one child through renders as that child
-        self.forward = [len(alt_list) == 1 and self.parts[n][0] == (0,) and not alt_list[0].counter
-                        and not alt_list[0].indent and not alt_list[0].binding
-                        for n, alt_list in enumerate(grammar.alts)]
-        # a subtree that reads or changes the values in scope is not a cacheable text
-        self.cacheable = [table is not None and not scoped for table, scoped
-                          in zip(grammar.tables, _touches_scope(grammar))]
-        # the type sets uses ask for (each gets its own list in the Scope)
-        self.use_groups = sorted({alt.binding.uses for alt_list in grammar.alts for alt in alt_list
-                                  if alt.binding and alt.binding.uses})
         # (terminal, indent) -> (text mid-line, text at a line start, ends with a newline)
         self.padded: dict[tuple[str, int], tuple[str, str, bool]] = {}
         # (render, render_batch, [the tree render_batch is at]) from harness.core.render_code
@@ -92,7 +69,6 @@ class Renderer:
                 raise
 
     def _compile(self) -> None:
-        from harness.core.render_code import compile_pass
         self._compiled = compile_pass(self)
 
     def interpret(self, tree: Node) -> str:
@@ -162,7 +138,7 @@ class Renderer:
                 else:
                     padded = self.padded.get((part, indent))
                     if padded is None:
-                        padded = self.padded[(part, indent)] = _pad(part, indent)
+                        padded = self.padded[(part, indent)] = pad(part, indent)
                     out.append(padded[state.line_start])
                     state.line_start = padded[2]
             elif kind is int:
@@ -186,27 +162,6 @@ class Renderer:
             state.values.close(binding, names, mark)
         if i >= 0:
             state.tops[i] = state.scopes[i].pop()
-
-
-def _touches_scope(grammar: CompiledGrammar) -> list[bool]:
-    """Per nonterminal: can its subtree define, bind or use a value in scope?"""
-    touches = [any(alt.binding for alt in alt_list) for alt_list in grammar.alts]
-    changed = any(touches)
-    while changed:
-        changed = False
-        for n, alt_list in enumerate(grammar.alts):
-            if not touches[n] and any(touches[k] for alt in alt_list for k in alt.kids):
-                touches[n] = changed = True
-    return touches
-
-
-def _pad(text: str, indent: int) -> tuple[str, str, bool]:
-    """``text`` indented by ``indent`` columns: (mid-line, at a line start, ends a line)."""
-    pad = " " * indent
-    lines = text.split("\n")
-    middle = "\n".join([lines[0], *(pad + line if line else "" for line in lines[1:])])
-    start = pad + middle if lines[0] else middle
-    return middle, start, text[-1] == "\n"
 
 
 class _State:

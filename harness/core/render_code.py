@@ -1,7 +1,8 @@
 """The render pass compiled to Python source, once per grammar and style.
 
-:class:`harness.core.render.Renderer` interprets each node's step list (the
-parser drives that interpreter part by part, and it is the reference).  Rendering
+:class:`harness.core.render.Renderer` interprets each node's step list
+(:class:`harness.core.render_steps.RenderSteps`; the parser drives that
+interpreter part by part, and it is the reference).  Rendering
 a whole tree runs this compiled form instead: one function per (nonterminal,
 alternative) in which the terminals (padded per indentation, looked up once per
 call), counters, binder operations and the line-start state are constants or
@@ -25,14 +26,12 @@ It gives the interpreter's text for every tree (tests compare them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from harness.core.codegen import Module
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
+from harness.core.render_steps import RenderSteps, pad
 from harness.core.scope import NameRef, UseRef
-
-if TYPE_CHECKING:
-    from harness.core.render import Renderer
 
 _CACHE_LIMIT = 50_000  # per nonterminal
 
@@ -47,10 +46,9 @@ class _Pads(dict):
         self.terminals = terminals
 
     def __missing__(self, indent: int) -> tuple[str, ...]:
-        from harness.core.render import _pad
         out: list[str] = []
         for text in self.terminals:
-            out.extend(_pad(text, indent)[:2] if indent else (text, text))
+            out.extend(pad(text, indent)[:2] if indent else (text, text))
         out.append(" " * indent)
         value = self[indent] = tuple(out)
         return value
@@ -81,7 +79,7 @@ def _closure(grammar: CompiledGrammar, own: list[frozenset]) -> list[frozenset]:
     return out
 
 
-def compile_pass(r: "Renderer") -> tuple[Callable[[Node], str], Callable[[Iterable[Node], str], str], list]:
+def compile_pass(r: RenderSteps) -> tuple[Callable[[Node], str], Callable[[Iterable[Node], str], str], list]:
     """``render(tree) -> text`` and ``render_batch(trees, separator) -> text`` (the texts
     joined by ``separator``, in one join: what a stream of programs is written as): the
     pass of ``r`` as specialised Python source (:func:`render_pass_module`); and the
@@ -103,7 +101,7 @@ class _Plan:
     reads: list[frozenset]  # per nonterminal, the counters its subtree reads ($NAME)
 
 
-def _plan(r: "Renderer") -> _Plan:
+def _plan(r: RenderSteps) -> _Plan:
     g = r.grammar
     prefixes = sorted({p for alt_list in g.alts for alt in alt_list if alt.binding
                        for p, _ in alt.binding.defines + alt.binding.binds})
@@ -122,7 +120,7 @@ def _plan(r: "Renderer") -> _Plan:
     return _Plan(prefixes, {p: i for i, p in enumerate(prefixes)}, routes, defined, takes, reads)
 
 
-def render_pass_module(r: "Renderer") -> Module:
+def render_pass_module(r: RenderSteps) -> Module:
     """The render pass of ``r`` as Python source: its state (the output list ``OUT``,
     the counters ``NXT``/``TOP``, the name numbers ``NUM``, the binder's lists ``G*``),
     a function per alternative (:func:`_alternatives_source`), the cached tabulated
@@ -145,7 +143,7 @@ def render_pass_module(r: "Renderer") -> Module:
     return module
 
 
-def _alternatives_source(r: "Renderer", plan: _Plan, ns: dict) -> list[str]:
+def _alternatives_source(r: RenderSteps, plan: _Plan, ns: dict) -> list[str]:
     """``R{n}[a]``, the function of alternative a of n, and ``c{n}`` for a cacheable n.
 
     The functions of alternatives that differ only in their terminals and in which
@@ -188,7 +186,7 @@ def _alternatives_source(r: "Renderer", plan: _Plan, ns: dict) -> list[str]:
     return source + calls
 
 
-def _drivers_source(r: "Renderer", prefixes: int) -> list[str]:
+def _drivers_source(r: RenderSteps, prefixes: int) -> list[str]:
     """``miss`` (a cacheable subtree rendered and kept), the tables ``R`` and ``C``, and
     ``render``/``render_batch``, each program from a fresh state."""
     g = r.grammar
@@ -268,7 +266,7 @@ class _AlternativeBody:
     by part: runs of terminals and words are joined into one f-string (``pending``), and
     the line-start state is a constant (``known``) wherever the code so far fixes it."""
 
-    def __init__(self, r: "Renderer", n: int, a: int, ns: dict, plan: _Plan, use_group,
+    def __init__(self, r: RenderSteps, n: int, a: int, ns: dict, plan: _Plan, use_group,
                  refs: list[str]) -> None:
         self.r, self.n, self.a, self.ns, self.plan, self.use_group, self.refs = r, n, a, ns, plan, use_group, refs
         self.alt = r.grammar.alts[n][a]

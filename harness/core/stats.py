@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 
 
 def chi2_sf(statistic: float, df: int) -> float:

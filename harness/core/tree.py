@@ -18,7 +18,7 @@ import threading
 from typing import Any, Iterator
 
 from harness.core.codegen import Module
-from harness.core.grammar import PLACEHOLDERS, CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node, PLACEHOLDERS
 
 Path = tuple[int, ...]
 

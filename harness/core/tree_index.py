@@ -27,7 +27,7 @@ from operator import itemgetter
 from typing import Optional
 
 from harness.core.codec import Layout
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.tree import Path, choice_nodes
 
 _PATH = itemgetter(0)

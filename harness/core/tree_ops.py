@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple, Optional
 
 from harness.core.byte_mutate import FastRandom
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.pool import SubtreePool
 from harness.core.tree import Path, depth, intern, node_at, refill, replace_at, smallest_tree
 from harness.core.tree_index import TreeIndex

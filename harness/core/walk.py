@@ -29,7 +29,7 @@ from random import Random
 from typing import Callable, Iterator, Protocol
 
 from harness.core.codegen import Module
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 
 
 class Model(Protocol):

@@ -1,12 +1,13 @@
 """How the differential oracle executes programs: by processes, or in process.
 
-An :class:`Executor` turns exec modules and an :class:`~harness.execute.differential.Optimizer`
-into :data:`~harness.execute.differential.Verdict` s; every caller (the oracle's runner,
+An :class:`~harness.execute.process_executor.Executor` turns exec modules and an
+:class:`~harness.execute.differential.Optimizer` into
+:data:`~harness.execute.differential.Verdict` s; every caller (the oracle's runner,
 wrong-code triage, the benchmark) asks ``OracleSettings.executor()`` for one
 and never reaches into an implementation.  ``--runner`` picks it:
 
 =============  ===============================================================
-``process``    :class:`ProcessExecutor`: today's path, three processes a side
+``process``    :class:`~harness.execute.process_executor.ProcessExecutor`: today's path, three processes a side
                per batch (the optimizer with ``--split-input-file``,
                ``mlir-opt-22`` lowering, ``mlir-runner-22``)
 ``persistent`` :class:`harness.execute.inprocess.InProcessExecutor`: the
@@ -22,50 +23,12 @@ Both give the same verdicts for the same programs (tests/test_inprocess.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence
-
-from harness.execute import differential
-from harness.execute.differential import Optimizer, ReferenceFailed, Verdict
+from harness.execute.process_executor import Executor, ProcessExecutor
 from harness.execute.toolchain import Toolchain
 
-__all__ = ["EXECUTOR_KINDS", "Executor", "ProcessExecutor", "default_executor_kind", "make_executor"]
+__all__ = ["EXECUTOR_KINDS", "default_executor_kind", "make_executor"]
 
 EXECUTOR_KINDS = ("persistent", "process")
-
-
-class Executor(Protocol):
-    """Judges exec modules before and after an optimizer (:mod:`harness.execute.differential`)."""
-
-    kind: str
-
-    def judge_many(self, exec_texts: Sequence[str], optimizer: Optimizer,
-                   references: Sequence[str | ReferenceFailed] | None = None) -> list[Verdict]:
-        """Each program's verdict; ``references``: the unoptimized outputs if known."""
-
-    def judge(self, exec_text: str, optimizer: Optimizer, reference_output: str | None = None) -> Verdict:
-        """One program's verdict, alone (a confirmation)."""
-
-    def close(self) -> None:
-        """Stop what it started (drivers)."""
-
-
-@dataclass
-class ProcessExecutor:
-    """The process path: :func:`differential.judge_many` / :func:`differential.judge`."""
-
-    toolchain: Toolchain
-    kind: str = "process"
-
-    def judge_many(self, exec_texts: Sequence[str], optimizer: Optimizer,
-                   references: Sequence[str | ReferenceFailed] | None = None) -> list[Verdict]:
-        return differential.judge_many(exec_texts, optimizer, self.toolchain, references)
-
-    def judge(self, exec_text: str, optimizer: Optimizer, reference_output: str | None = None) -> Verdict:
-        return differential.judge(exec_text, optimizer, self.toolchain, reference_output)
-
-    def close(self) -> None:
-        pass
 
 
 def default_executor_kind() -> str:
@@ -87,6 +50,7 @@ def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None 
     if kind in ("process", "batch"):
         return ProcessExecutor(toolchain)
     if kind == "persistent":
+        # imported when asked for: the driver's modules are not every oracle's import
         from harness.execute.inprocess import InProcessExecutor
 
         return InProcessExecutor(toolchain, driver=driver)

@@ -25,7 +25,7 @@ reference's (``ReferenceFailed``), an optimized module that does not compile
 or run is wrong code, as in the process path.  A driver that dies or hangs
 leaves no answer: the last stage marker on its stderr names the program; the
 others are asked again and that one program is judged by the process path
-(:class:`harness.execute.executors.ProcessExecutor`), which says what it
+(:class:`harness.execute.process_executor.ProcessExecutor`), which says what it
 does alone.  Nothing is lost; :attr:`InProcessExecutor.fallbacks` counts them.
 """
 
@@ -49,7 +49,7 @@ from harness.execute.differential import (
     differences,
     optimize_all,
 )
-from harness.execute.executors import ProcessExecutor
+from harness.execute.process_executor import ProcessExecutor
 from harness.execute.render_exec import layout_of
 from harness.execute.toolchain import Toolchain
 from harness.run.persistent import DriverError, PersistentRunner, PersistentTarget, find_driver

@@ -44,8 +44,9 @@ from harness.execute.differential import (
     TargetFailed,
     WrongCode,
 )
-from harness.execute.executors import Executor, default_executor_kind, make_executor
+from harness.execute.executors import default_executor_kind, make_executor
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
+from harness.execute.process_executor import Executor
 from harness.execute.releases import for_release
 from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError

@@ -60,7 +60,7 @@ def run_campaign(options: FuzzOptions, script: Path, out: TextIO = sys.stderr) -
     are written as they are for the target: absolute paths (the target may run
     elsewhere), with ``summary`` and ``stats`` set where the campaign reads them
     (``harness.commands.fuzz.options_from_args`` builds them so)."""
-    from harness.fuzzing.series import CampaignSeries
+    from harness.fuzzing.campaign_series import CampaignSeries
     from harness.fuzzing.status import StatusDisplay
 
     if options.artifacts is None or options.summary is None or options.stats is None:

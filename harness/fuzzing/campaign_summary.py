@@ -89,7 +89,8 @@ def corpus_grammar_coverage(options: FuzzOptions) -> Optional[str]:
     None for ``--self``, whose inputs are not programs of the grammar."""
     if options.self_test or not options.corpus.is_dir():
         return None
-    from harness.core.grammar import GrammarError, load
+    from harness.core.compiled import GrammarError
+    from harness.core.grammar import load
     from harness.fuzzing.grammar_coverage import fuzz_corpus_coverage
 
     grammar = str(options.grammar) if options.grammar else None

@@ -73,8 +73,8 @@ import atheris
 
 from harness.contract import describe_grammar, load_grammar, program_suffix, with_robust_expectations
 from harness.core.codec import decode, max_input_length
+from harness.core.compiled import GrammarError
 from harness.core.features import KPathFeatures
-from harness.core.grammar import GrammarError
 from harness.core.mutate import Mutator
 from harness.core.render import renderer
 from harness.fuzzing import stopping
@@ -87,7 +87,7 @@ from harness.fuzzing.options import (
     RunnerKind,
     target_options,
 )
-from harness.fuzzing.series import WorkerSeries
+from harness.fuzzing.worker_series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
@@ -163,7 +163,7 @@ class ProgramFuzzer:
         self.worker = worker or f"pid-{os.getpid()}"
         self.summary_path = summary_path  # where the WorkerSummary record goes (None: nowhere)
         self.fork_parent = fork_parent
-        # harness.fuzzing.series.WorkerSeries: this process's rows of stats-workers.csv.
+        # harness.fuzzing.worker_series.WorkerSeries: this process's rows of stats-workers.csv.
         # A test loop that computes grammar coverage calls series.set("grammar_coverage", value).
         self.series = series
         # Its grammar_coverage gauge: the share of the grammar's k-path features (k = 1 and 2
@@ -293,7 +293,8 @@ class ProgramFuzzer:
 
 def _open_coverage(kind: str, binary: str):
     """The AFL++ bridge, imported only when coverage asks for it."""
-    from harness.run.coverage import CoverageUnavailable, open_bridge
+    from harness.run.afl_map import CoverageUnavailable
+    from harness.run.coverage import open_bridge
 
     try:
         return open_bridge(kind, binary)

@@ -22,7 +22,7 @@ import re
 import threading
 from typing import Optional, TextIO
 
-from harness.fuzzing.series import Snapshot
+from harness.fuzzing.campaign_series import Snapshot
 
 __all__ = ["StatusDisplay", "format_status", "is_progress_line"]
 

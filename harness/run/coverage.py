@@ -2,7 +2,7 @@
 
 A binary built with ``afl-clang-fast`` / ``afl-clang-fast++`` (AFL++) attaches
 the System V shared-memory segment named by ``__AFL_SHM_ID`` at start-up and
-counts every edge it takes there, one byte per edge.  No fork server is
+counts every edge it takes there, one byte per edge (:mod:`harness.run.afl_map`).  No fork server is
 involved: each run is an ordinary process started by the runner, with
 :attr:`CoverageBridge.env` merged into its environment.
 
@@ -32,22 +32,8 @@ Per run (``start_run`` / the target runs / ``finish_run``):
   ``finish_run``: atheris 3.0.0 replaces that attribute when ``Fuzz()``
   starts (the function bound at import time is a no-op stub).
 
-The map's size follows the binary: ``AFL_DUMP_MAP_SIZE=1 BINARY`` (AFL++
-prints ``__afl_final_loc`` and exits before ``main``), else the
-``__afl_final_loc`` that ``AFL_DEBUG=1`` prints; an explicit size or
-``AFL_MAP_SIZE`` in the environment only ever enlarges it.  Targets get
-``AFL_MAP_SIZE`` too, so AFL++ never warns about a map larger than 64 KiB.
-
-Clean-up.  The segment is marked for removal (``shmctl(IPC_RMID)``) right
-after the bridge attaches it.  On Linux a segment marked for removal can
-still be attached by id by the targets (``shmat(2)``: "Linux permits a
-process to attach a shared memory segment that has already been marked for
-deletion"); the kernel frees it when the last process detaches, which for
-the harness is also its death by SIGKILL, by libFuzzer's ``_Exit`` after a
-crash or by Ctrl-C.  ``open_bridge`` checks that a second attach still works
-and otherwise keeps the segment until ``close()`` (registered with
-``atexit`` and on SIGINT/SIGTERM), marking it with a ``0x4C46xxxx`` key so
-that the next bridge removes segments left by dead harnesses.
+The map itself (its shared-memory segment, its clean-up after any death of the
+harness, the binary's map size) is :mod:`harness.run.afl_map`'s.
 
 Set ``LOOMFUZZ_COVERAGE_LOG=PATH`` to have each bridge append one line (pid,
 shm id, map size, counters) to PATH: the tests use it to follow workers.
@@ -55,54 +41,26 @@ shm id, map size, counters) to PATH: the tests use it to follow workers.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
-import ctypes.util
 import os
-import random
-import re
-import signal
-import subprocess
-import threading
 from collections import deque
 from itertools import accumulate, repeat
 from operator import add, and_
 
-__all__ = [
-    "CoverageBridge",
-    "CoverageUnavailable",
-    "DEFAULT_MAX_COUNTERS",
-    "ENV_MAP_SIZE",
-    "ENV_SHM_ID",
-    "KINDS",
-    "bucket_of",
-    "open_bridge",
-    "probe_map_size",
-    "reap_stale_segments",
-    "require_map",
-]
+from harness.run.afl_map import (
+    ENV_MAP_SIZE,
+    ENV_SHM_ID,
+    MAP_ALIGN,
+    CoverageUnavailable,
+    SharedMap,
+    require_map,
+)
+
+__all__ = ["CoverageBridge", "DEFAULT_MAX_COUNTERS", "KINDS", "bucket_of", "open_bridge"]
 
 KINDS = ("afl",)
-ENV_SHM_ID = "__AFL_SHM_ID"
-ENV_MAP_SIZE = "AFL_MAP_SIZE"
 LOG_ENV = "LOOMFUZZ_COVERAGE_LOG"
 DEFAULT_MAX_COUNTERS = 1 << 19  # a 64 KiB map (AFL's default) gets one counter per feature
-MAP_ALIGN = 64  # AFL++ map sizes are multiples of 64
-PROBE_TIMEOUT = 60.0
-
-# Segment keys 0x4C46xxxx ("LF"): only visible while a segment is not yet
-# removed; Linux resets the key to IPC_PRIVATE on IPC_RMID.
-KEY_BASE = 0x4C460000
-KEY_MASK = 0xFFFF0000
-
-_IPC_CREAT = 0o1000
-_IPC_EXCL = 0o2000
-_IPC_RMID = 0
-_EEXIST = 17
-
-
-class CoverageUnavailable(RuntimeError):
-    """The bridge cannot run; the message is one line for the user."""
 
 
 # ------------------------------------------------------------- AFL buckets
@@ -130,195 +88,7 @@ _INC = (1).__add__
 _MUL8 = (8).__mul__
 
 
-# ------------------------------------------------------------------- libc
-
-
-class _Libc:
-    def __init__(self) -> None:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        for name in ("shmget", "shmat", "shmdt", "shmctl"):
-            if not hasattr(lib, name):
-                raise CoverageUnavailable(f"no System V shared memory here (libc lacks {name})")
-        lib.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
-        lib.shmget.restype = ctypes.c_int
-        lib.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
-        lib.shmat.restype = ctypes.c_void_p
-        lib.shmdt.argtypes = [ctypes.c_void_p]
-        lib.shmdt.restype = ctypes.c_int
-        lib.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-        lib.shmctl.restype = ctypes.c_int
-        self.lib = lib
-
-    def shmat(self, shm_id: int) -> int | None:
-        addr = self.lib.shmat(shm_id, None, 0)
-        if addr is None or addr == ctypes.c_void_p(-1).value:
-            return None
-        return addr
-
-
-_LIBC: _Libc | None = None
-
-
-def _libc() -> _Libc:
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = _Libc()
-    return _LIBC
-
-
-def _errno_text() -> str:
-    e = ctypes.get_errno()
-    return os.strerror(e) if e else "unknown error"
-
-
-# ----------------------------------------------------------- stale segments
-
-
-def _segments() -> list[dict[str, int]]:
-    """Rows of /proc/sysvipc/shm (Linux), as ints; [] where it does not exist."""
-    try:
-        with open("/proc/sysvipc/shm", encoding="ascii") as f:
-            header = f.readline().split()
-            rows = [line.split() for line in f]
-    except OSError:
-        return []
-    out = []
-    for row in rows:
-        try:
-            out.append({k: int(v) for k, v in zip(header, row)})
-        except ValueError:
-            continue
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def reap_stale_segments() -> list[int]:
-    """Remove segments that bridges of dead processes left behind.
-
-    Only segments still carrying a ``0x4C46xxxx`` key (never removed: the
-    fallback path), owned by this user, attached by nobody, and whose creator
-    is gone.  Returns the removed shm ids.
-    """
-    removed = []
-    uid = os.getuid()
-    for seg in _segments():
-        if (
-            seg.get("key", 0) & KEY_MASK == KEY_BASE
-            and seg.get("uid") == uid
-            and seg.get("nattch", 1) == 0
-            and not _alive(seg.get("cpid", 0))
-        ):
-            if _libc().lib.shmctl(seg["shmid"], _IPC_RMID, None) == 0:
-                removed.append(seg["shmid"])
-    return removed
-
-
-# ------------------------------------------------------------ map size probe
-
-_DEBUG_LOC = re.compile(rb"__afl_final_loc(?: =)? (\d+)")
-
-
-def _probe_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in (ENV_SHM_ID, ENV_MAP_SIZE, "AFL_DEBUG", "AFL_DUMP_MAP_SIZE")
-    }
-    env.update(extra)
-    return env
-
-
-def probe_map_size(binary: str, timeout: float = PROBE_TIMEOUT) -> int | None:
-    """Edges in ``binary``'s AFL++ map (``__afl_final_loc``); None if it has none."""
-
-    def run(extra: dict[str, str]) -> subprocess.CompletedProcess | None:
-        try:
-            return subprocess.run(
-                [binary],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                env=_probe_env(extra),
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        except OSError as e:
-            raise CoverageUnavailable(f"cannot run {binary}: {e.strerror}") from None
-
-    # AFL++ prints the map size and exits(-1) before main().
-    proc = run({"AFL_DUMP_MAP_SIZE": "1"})
-    if proc is not None and proc.returncode == 255:
-        out = proc.stdout.strip()
-        if out.isdigit():
-            return int(out)
-    # Older runtimes: the init debug lines name __afl_final_loc.
-    proc = run({"AFL_DEBUG": "1"})
-    if proc is not None:
-        found = [int(m) for m in _DEBUG_LOC.findall(proc.stderr)]
-        if found:
-            return max(found)
-    return None
-
-
 # ------------------------------------------------------------------ bridge
-
-_OPEN: "set[CoverageBridge]" = set()
-_OPEN_LOCK = threading.Lock()
-_PREVIOUS_HANDLERS: dict[int, object] = {}
-
-
-def _close_all() -> None:
-    with _OPEN_LOCK:
-        bridges = list(_OPEN)
-    for bridge in bridges:
-        bridge.close()
-
-
-def _on_signal(signum: int, frame) -> None:
-    # Only segments that are not yet marked for removal need anything here
-    # (the fallback path); marked ones vanish with this process anyway, and
-    # detaching them would break runs if the program carries on after Ctrl-C.
-    with _OPEN_LOCK:
-        bridges = [b for b in _OPEN if not b.removed]
-    for bridge in bridges:
-        bridge.close()
-    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
-    if callable(previous):
-        previous(signum, frame)
-    elif previous != signal.SIG_IGN:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-
-_ATEXIT_REGISTERED = False
-
-
-def _install_handlers() -> None:
-    global _ATEXIT_REGISTERED
-    if not _ATEXIT_REGISTERED:
-        atexit.register(_close_all)
-        _ATEXIT_REGISTERED = True
-    if _PREVIOUS_HANDLERS or threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous = signal.getsignal(signum)
-            if previous is _on_signal:
-                continue
-            _PREVIOUS_HANDLERS[signum] = previous if previous is not None else signal.SIG_DFL
-            signal.signal(signum, _on_signal)
-        except (ValueError, OSError):
-            pass
-
 
 def _next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
@@ -348,11 +118,8 @@ class CoverageBridge:
         self.map_size = map_size
         self.edges_seen = 0
         self.runs = 0
-        self.removed = False  # marked IPC_RMID
         self.closed = False
-        self.shm_id = -1
         self._atheris = atheris
-        self._addr: int | None = None
         self._seen: set[int] = set()
         self._unfinished = False
         self._last = b""
@@ -374,11 +141,8 @@ class CoverageBridge:
         self.direct = features <= n
         self._mask = n - 1
 
-        self._create(early_removal)
+        self.segment = SharedMap(map_size, early_removal=early_removal)
         self.env: dict[str, str] = {ENV_SHM_ID: str(self.shm_id), ENV_MAP_SIZE: str(map_size)}
-        with _OPEN_LOCK:
-            _OPEN.add(self)
-        _install_handlers()
         log = os.environ.get(LOG_ENV)
         if log:
             try:
@@ -390,49 +154,14 @@ class CoverageBridge:
             except OSError:
                 pass
 
-    # -- shared memory -----------------------------------------------------
+    @property
+    def shm_id(self) -> int:
+        return self.segment.shm_id
 
-    def _create(self, early_removal: bool) -> None:
-        libc = _libc()
-        reap_stale_segments()
-        size = self.map_size
-        rng = random.Random()
-        for _ in range(64):
-            key = KEY_BASE | rng.randrange(1, 1 << 16)
-            shm_id = libc.lib.shmget(key, size, _IPC_CREAT | _IPC_EXCL | 0o600)
-            if shm_id >= 0 or ctypes.get_errno() != _EEXIST:
-                break
-        if shm_id < 0:
-            raise CoverageUnavailable(
-                f"cannot create a {size}-byte shared-memory map: shmget: {_errno_text()}"
-            )
-        addr = libc.shmat(shm_id)
-        if addr is None:
-            err = _errno_text()
-            libc.lib.shmctl(shm_id, _IPC_RMID, None)
-            raise CoverageUnavailable(f"cannot attach the shared-memory map: shmat: {err}")
-        self.shm_id = shm_id
-        self._addr = addr
-        if not early_removal:
-            return
-        # Mark it for removal now: it lives exactly as long as someone has it
-        # attached.  Check that a later attach by id (what each target does)
-        # still works; where it does not, keep it until close().
-        if libc.lib.shmctl(shm_id, _IPC_RMID, None) != 0:
-            return
-        probe = libc.shmat(shm_id)
-        if probe is not None:
-            libc.lib.shmdt(probe)
-            self.removed = True
-            return
-        # This kernel refuses to attach removed segments: start over without.
-        libc.lib.shmdt(addr)
-        self._addr = None
-        self._create(early_removal=False)
-
-    def _zero(self, start: int, end: int) -> None:
-        if self._addr is not None and end > start:
-            ctypes.memset(self._addr + start, 0, end - start)
+    @property
+    def removed(self) -> bool:
+        """Its segment is marked for removal (it goes with the last process attached)."""
+        return self.segment.removed
 
     # -- per run -----------------------------------------------------------
 
@@ -440,13 +169,13 @@ class CoverageBridge:
         """Make the map clean for the next run (normally already is)."""
         if self._unfinished:
             # the last run was never read (an exception in between): all of it
-            self._zero(0, self.map_size)
+            self.segment.zero(0, self.map_size)
         self._unfinished = True
 
     def finish_run(self) -> int:
         """Report this run's (edge, hit-count bucket) features; returns how many."""
         self._unfinished = False
-        addr = self._addr
+        addr = self.segment.addr
         if addr is None:
             return 0
         self.runs += 1
@@ -501,15 +230,7 @@ class CoverageBridge:
         if self.closed:
             return
         self.closed = True
-        with _OPEN_LOCK:
-            _OPEN.discard(self)
-        libc = _libc()
-        if self._addr is not None:
-            libc.lib.shmdt(self._addr)
-            self._addr = None
-        if not self.removed and self.shm_id >= 0:
-            libc.lib.shmctl(self.shm_id, _IPC_RMID, None)
-            self.removed = True
+        self.segment.close()
 
     def __enter__(self) -> "CoverageBridge":
         return self
@@ -545,18 +266,6 @@ def _check_atheris() -> None:
             f"atheris ({version}) has no {' or '.join(missing)}: --coverage afl needs "
             "the counter API of atheris 3.0.0"
         )
-
-
-def require_map(binary: str) -> int:
-    """``binary``'s edge count; CoverageUnavailable when it writes no AFL++ map."""
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        raise CoverageUnavailable(f"{binary} does not exist or is not executable")
-    edges = probe_map_size(binary)
-    if edges is None:
-        raise CoverageUnavailable(
-            f"{binary} has no AFL++ coverage map (build it with afl-clang-fast/afl-clang-fast++)"
-        )
-    return edges
 
 
 def open_bridge(

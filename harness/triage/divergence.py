@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from harness.contract import contract_checker
-from harness.core.grammar import CompiledGrammar
+from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render

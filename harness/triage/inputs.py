@@ -17,7 +17,8 @@ from typing import Iterable, Sequence
 
 from harness.contract import program_suffix
 from harness.core.codec import decode
-from harness.core.grammar import CompiledGrammar, Node, default_grammar
+from harness.core.compiled import CompiledGrammar, Node
+from harness.core.grammar import default_grammar
 from harness.core.parse import parse, split_programs
 from harness.core.render import render
 from harness.run.runner import Target

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness.contract import contract_checker
 from harness.core.codec import decode
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.reduce import minimize, sort_key
 from harness.core.render import render
 from harness.run.runner import Outcome

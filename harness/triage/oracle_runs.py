@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
 from harness.contract import program_suffix
-from harness.core.grammar import CompiledGrammar
+from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.run import lifetime
 from harness.triage.buckets import OracleBucket

@@ -97,7 +97,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from harness.contract import program_suffix
-from harness.core.grammar import CompiledGrammar, default_grammar
+from harness.core.compiled import CompiledGrammar
+from harness.core.grammar import default_grammar
 from harness.core.reduce import reduce_lines
 from harness.run.runner import Target
 from harness.triage import minimize

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.contract import contract_checker, contract_of, describe_grammar
 from harness.core.codec import encode
-from harness.core.grammar import CompiledGrammar, Node
+from harness.core.compiled import CompiledGrammar, Node
 from harness.core.tree import decisions, describe
 
 __all__ = ["contract_fields", "tree_fields"]

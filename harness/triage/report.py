@@ -31,28 +31,9 @@ the values).  A divergence bucket (two builds of one tool: ``oracle``
 ``reproduce``), from its own folder.
 
 Every file is written to a temporary name and renamed, so a killed run never
-leaves half a report.
-
-The regression test.  ``BIN`` is the basename of the target's binary and
-``ARGS`` its pass arguments, as triage ran them:
-
-* a crash that died by a signal: ``// RUN: not --crash BIN ARGS %s 2>&1 |
-  FileCheck %s`` with ``// CHECK:`` the assertion / ``LLVM ERROR`` /
-  ``UNREACHABLE`` / sanitizer message (or ``Stack dump:`` and the top
-  frame); the test passes while the bug is there;
-* a crash that exited (``LLVM ERROR:`` with exit status 1):
-  ``// RUN: not BIN ARGS %s 2>&1 | FileCheck %s`` with the message;
-* an unexpected rejection, a wrong output, a timeout or an out-of-memory:
-  the test of the expected behaviour, which fails until the bug is fixed:
-  ``// RUN: BIN ARGS %s | FileCheck %s`` with one ``// CHECK-DAG:
-  dataflow.graph private @graph_N`` per region and a second RUN line whose
-  ``NOREGION-NOT: loom.spatial_region`` checks the whole output (when the
-  target's expectations have those output checks), else ``// CHECK:
-  module``;
-* an unexpected acceptance or a wrong diagnostic: ``// RUN: not BIN ARGS %s
-  2>&1 | FileCheck %s`` with ``// CHECK: error:``.
-
-The signature is in a comment at the top.
+leaves half a report.  A crash bucket's regression test is made by
+:mod:`harness.triage.regression` (what its RUN and CHECK lines say is there);
+``report.md`` by :mod:`harness.triage.report_markdown`.
 
 ``report.json`` (``"schema": "loom-fuzz-triage-report/1"``)::
 
@@ -149,18 +130,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 from pathlib import Path
 
 from harness.triage.crashdb import TriageDB, now
-from harness.triage.signature import filecheck_pattern, raw_message
+from harness.triage.regression import regression_test
+from harness.triage.report_markdown import report_markdown
 
-__all__ = ["REPORT_SCHEMA", "regression_test", "report_data", "report_markdown", "write_reports"]
+__all__ = ["REPORT_SCHEMA", "bucket_suffix", "report_data", "write_reports"]
 
 REPORT_SCHEMA = "loom-fuzz-triage-report/1"
-
-_GRAPH_NAME = re.compile(r'graph_name = "([\w$.\-]+)"')
 
 
 def _write(path: Path, text: str, mode: int | None = None) -> None:
@@ -170,113 +148,6 @@ def _write(path: Path, text: str, mode: int | None = None) -> None:
     if mode is not None:  # a script: executable when it appears
         os.chmod(tmp, mode)
     os.replace(tmp, path)
-
-
-def _target(bucket) -> dict:
-    try:
-        return json.loads(bucket["target"]) if bucket["target"] else {}
-    except ValueError:
-        return {}
-
-
-def _rule(target: dict, text: str):
-    """The expectation rule the target applied to ``text`` (None when unknown)."""
-    from harness.run.expectations import ExpectationsError, builtin_expectations, load_expectations
-
-    source = target.get("expectations") or ""
-    try:
-        if source.startswith("builtin:"):
-            expectations = builtin_expectations(source.split(":", 1)[1])
-        elif source:
-            expectations = load_expectations(source)
-        else:
-            expectations = None
-    except (ExpectationsError, OSError):
-        expectations = None
-    return expectations.rule_for(text) if expectations else None
-
-
-def _command(target: dict) -> str:
-    argv = target.get("argv") or ["loom-opt", "--loom-lower-for-to-graph"]
-    return shlex.join([os.path.basename(argv[0]), *argv[1:]])
-
-
-def _expected_output_checks(target: dict, text: str) -> tuple[list[str], list[str]]:
-    """(extra RUN lines, CHECK lines) of the test of a correct, accepted output."""
-    rule = _rule(target, text)
-    checks = set(rule.checks) if rule is not None else set()
-    runs, lines = [], []
-    if "one-graph-per-region" in checks:
-        lines += [f"// CHECK-DAG: dataflow.graph private @{name}" for name in _GRAPH_NAME.findall(text)]
-    if "no-spatial-region" in checks:
-        runs.append(f"// RUN: {_command(target)} %s | FileCheck %s --check-prefix=NOREGION")
-        lines.append("// NOREGION-NOT: loom.spatial_region")
-    if not any(line.startswith("// CHECK") for line in lines):
-        lines.insert(0, "// CHECK: module")
-    return runs, lines
-
-
-def regression_test(bucket) -> str:
-    """The lit test of one minimized bucket (a row of the buckets table)."""
-    target = _target(bucket)
-    text = bucket["minimized_text"] or ""
-    kind = bucket["kind"]
-    command = _command(target)
-    stderr = bucket["minimized_stderr"] or ""
-    header = [
-        f"// Regression test for loom-fuzz triage bucket {bucket['id']} ({kind}).",
-        f"// Signature: {bucket['signature']}",
-    ]
-    if bucket["reproduction"] != "always":
-        header.append("// NOTE: flaky: this input fails on only some runs.")
-    runs: list[str] = []
-    checks: list[str] = []
-    if kind == "crash":
-        died_by_signal = bucket["minimized_signal"] is not None
-        _, message = raw_message(stderr)
-        if not message and bucket["type"] == "llvm-error":
-            message = bucket["message"]
-        pattern = filecheck_pattern(message) if message else ""
-        frames = json.loads(bucket["frames"] or "[]")
-        if pattern:
-            # the whole line as printed, from its failure keyword on
-            line = next((ln for ln in stderr.splitlines() if message in ln), message)
-            for keyword in ("Assertion", "LLVM ERROR:", "UNREACHABLE", "==ERROR:", "runtime error:"):
-                if keyword in line:
-                    line = line[line.index(keyword):]
-                    break
-            else:
-                line = message
-            checks.append(f"// CHECK: {filecheck_pattern(line)}")
-        elif died_by_signal and frames and "Stack dump:" in stderr:
-            checks.append("// CHECK: Stack dump:")
-            checks.append(f"// CHECK: {filecheck_pattern(frames[0])}")
-        prefix = "not --crash" if died_by_signal else "not"
-        if checks:
-            runs.append(f"// RUN: {prefix} {command} %s 2>&1 | FileCheck %s")
-        else:
-            runs.append(f"// RUN: {prefix} {command} %s")
-        header.append(
-            "// This test passes while the bug is there; once it is fixed, replace the RUN line "
-            "with a check of the expected output."
-        )
-    elif kind in ("unexpected-acceptance", "wrong-diagnostic"):
-        rule = _rule(target, text)
-        runs.append(f"// RUN: not {command} %s 2>&1 | FileCheck %s")
-        checks.append("// CHECK: error:")
-        if rule is not None and rule.stderr is not None and re.fullmatch(r"[\w .,'\-]+", rule.stderr.pattern):
-            checks.append(f"// CHECK-SAME: {rule.stderr.pattern}")
-        header.append("// This test checks the expected diagnostic: it fails until the bug is fixed.")
-    else:  # unexpected-rejection, wrong-output, timeout, oom: the expected output
-        extra, checks = _expected_output_checks(target, text)
-        runs.append(f"// RUN: {command} %s | FileCheck %s")
-        runs.extend(extra)
-        what = {"timeout": "hangs", "oom": "runs out of memory"}.get(kind, "misbehaves")
-        header.append(
-            f"// The target {what} on this program today: this test checks the expected "
-            "output and fails until the bug is fixed."
-        )
-    return "\n".join(header + runs + checks) + "\n\n" + text
 
 
 def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
@@ -393,162 +264,6 @@ def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict
         "buckets": buckets,
         "not_reproducing": [_member_json(db, m, with_reason=True) for m in db.members(None)],
     }
-
-
-def _cell(text) -> str:
-    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
-
-
-def _contract_words(contract: str | None) -> str:
-    """harness.contract's contract in a sentence's words."""
-    if contract is None:
-        return "unknown"
-    if contract == "none":
-        return "none (its contract holds)"
-    if contract.startswith("edge"):
-        return f"an edge construct ({contract[len('edge: '):] or 'edge'})"
-    return contract
-
-
-def _seen(counts: dict) -> str:
-    """``3 x `sig`, 1 x no finding``: how often each signature came, most often first."""
-    return ", ".join(f"{n} x " + (f"`{_cell(key)}`" if key else "no finding")
-                     for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-
-
-def _divergence_lines(b: dict) -> list[str]:
-    """A divergence bucket's own facts: both builds, each one's output, the reproduction."""
-    details = b.get("details") or {}
-    lines = [f"- this build: `{_cell(details.get('this_build'))}`",
-             f"- reference build: `{_cell(details.get('reference_build'))}` (compared: {details.get('compare')})"]
-    if details.get("first_difference"):
-        lines.append(f"- first difference: {_cell(details['first_difference'])}")
-    for key, what in (("observed_output", "this build's output"), ("reference_output", "the reference's output")):
-        if b.get(key):
-            lines.append(f"- {what}: [{b[key]}]({b[key]})")
-    lines += [f"- reproduce ([{b['reproduce']}]({b['reproduce']}), from its folder; both builds read "
-              f"[{b['build_input']}]({b['build_input']})):", "", "```sh", details.get("reproduce", ""), "```", ""]
-    return lines
-
-
-def _oracle_lines(b: dict) -> list[str]:
-    """An oracle bucket's own facts: culprit, shortest pipeline, values (report.md)."""
-    if b["oracle"] == "divergence":
-        return _divergence_lines(b)
-    details = b.get("details") or {}
-    lines = [f"- oracle: {b['oracle']}; culprit pass: `{b['culprit'] or '(whole pipeline)'}`"]
-    if details.get("pipeline"):
-        lines.append(f"- shortest pipeline that gives it: `{_cell(details['pipeline'])}`")
-    if details.get("first_difference"):
-        lines.append(f"- first difference: {_cell(details['first_difference'])}")
-    if "reference_value" in details:
-        lines.append(f"- reference value {details['reference_value']}, observed {details['observed_value']}")
-    for key, what in (("reference_output", "reference values"), ("observed_output", "observed values")):
-        if b.get(key):
-            lines.append(f"- {what}: [{b[key]}]({b[key]})")
-    return lines
-
-
-def report_markdown(data: dict) -> str:
-    lines = ["# loom-fuzz triage report", ""]
-    run = data.get("run")
-    if run:
-        target = run.get("target") or {}
-        lines.append(
-            f"Run {run['id']} ({run['status']}), {run['started']} - {run['finished'] or '...'}; "
-            f"target `{shlex.join(target.get('argv') or [])}`; each input run {run['repeat']} times."
-        )
-        lines.append("")
-    t = data["totals"]
-    lines.append(
-        f"{t['bugs']} bug(s) in {t['buckets']} bucket(s); {t['members']} distinct input program(s): "
-        f"{t['reproducing']} reproducing ({t['flaky']} flaky), {t['not_reproducing']} not reproducing."
-    )
-    lines.append("")
-    lines.append("One row per bug; a bucket found to be the same bug (a duplicate) is folded under it (↳).")
-    lines.append("")
-    lines.append("| bucket | status | kind | signature | members | reproduction | minimized (lines / sites) |")
-    lines.append("|---|---|---|---|---|---|---|")
-    by_id = {b["id"]: b for b in data["buckets"]}
-    ordered = []
-    for b in data["buckets"]:
-        if b["duplicate_of"] is None:
-            ordered.append((b, False))
-            ordered.extend((by_id[k], True) for k in b["duplicates"])
-    for b, folded in ordered:
-        m = b["minimized"]
-        size = "-"
-        if m:
-            size = f"{m['lines']} / {m['sites'] if m['sites'] is not None else 'text'}"
-            if m["tree"]:
-                size += f" `{m['tree']}`"
-        repro = "always" if b["reproduction"] == "always" else "flaky"
-        link = ("↳ " if folded else "") + f"[{b['id']}](bucket-{b['id']}/)"
-        lines.append(
-            f"| {link} | {b['status']} | {b['kind']} | `{_cell(b['signature'])}` | {b['members']} "
-            f"| {repro} | {_cell(size)} |"
-        )
-    lines.append("")
-    for b in data["buckets"]:
-        lines.append(f'<a id="bucket-{b["id"]}"></a>')
-        lines.append("")
-        lines.append(f"## Bucket {b['id']}: {b['kind']} ({b['status']})"
-                     + (f", duplicate of bucket {b['duplicate_of']}" if b["duplicate_of"] is not None else ""))
-        lines.append("")
-        lines.append(f"- signature: `{_cell(b['signature'])}`")
-        if b["duplicate_of"] is not None:
-            by = "marked by hand" if b["duplicate_by"] == "user" else _cell(b["duplicate_reason"])
-            lines.append(f"- duplicate of [bucket {b['duplicate_of']}](#bucket-{b['duplicate_of']}) ({by}); "
-                         f"undo: `loomfuzz triage mark {b['id']} distinct`")
-        if b["duplicates"]:
-            lines.append("- duplicates: " + ", ".join(f"[bucket {k}](#bucket-{k})" for k in b["duplicates"]))
-        if b.get("profile"):
-            lines.append(f"- profile: {b['profile']}")
-        if b["oracle"] != "crash":
-            lines.extend(_oracle_lines(b))
-        m = b["minimized"]
-        if m:
-            shape = m["tree"] if m["in_shape"] else "text, not in the shape"
-            lines.append(
-                f"- minimized: [{m['path']}]({m['path']}) ({shape}; {m['lines']} lines; "
-                f"{m['target_runs']} target runs)"
-            )
-            lines.append(f"- contract the minimized program breaks: {_contract_words(m.get('contract'))}")
-            if b["oracle"] != "crash":
-                lines.extend(["", "```mlir", m["text"].rstrip(), "```", ""])
-            if m.get("signatures"):
-                runs = sum(m["signatures"].values())
-                lines.append(f"- signatures of {runs} runs of the minimized program: " + _seen(m["signatures"]))
-            if b["regression_test"]:
-                lines.append(f"- regression test: [{b['regression_test']}]({b['regression_test']})")
-        if b["text_reduced"]:
-            tr = b["text_reduced"]
-            lines.append(f"- text-reduced: [{tr['path']}]({tr['path']}) ({tr['lines']} lines)")
-        if b["stderr"]:
-            lines.append(f"- stderr: [{b['stderr']}]({b['stderr']})")
-        lines.append(f"- inputs ({b['members']}):")
-        for member in b["inputs"][:20]:
-            paths = ", ".join(member["paths"][:3]) + (" ..." if len(member["paths"]) > 3 else "")
-            seen = member.get("signatures") or {}
-            lines.append(
-                f"  - `{_cell(paths)}` {member['reproduction']} ({member['hits']}/{member['attempts']})"
-                + (f" - signatures seen: {_seen(seen)}" if len(seen) > 1 else "")
-                + (" - not in the shape" if member["form"] == "text" else "")
-            )
-        if len(b["inputs"]) > 20:
-            lines.append(f"  - ... {len(b['inputs']) - 20} more in report.json")
-        lines.append("")
-    nr = data["not_reproducing"]
-    lines.append(f"## Not reproducing ({len(nr)})")
-    lines.append("")
-    for member in nr[:50]:
-        lines.append(
-            f"- `{_cell(', '.join(member['paths'][:3]))}`: {member['outcome']} ({_cell(member['reason'])})"
-        )
-    if len(nr) > 50:
-        lines.append(f"- ... {len(nr) - 50} more in report.json")
-    lines.append("")
-    return "\n".join(lines)
 
 
 def bucket_suffix(bucket, suffix: str) -> str:

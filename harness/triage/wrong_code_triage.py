@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.core.grammar import CompiledGrammar
+from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
