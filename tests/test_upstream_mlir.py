@@ -44,11 +44,35 @@ the unoptimized run and mlir-opt-19/22 agree).  In the wide program, region
 graph_14's loop runs ``(a & 31) + 31 & 1`` times: for ``a = 1`` zero times, so
 the region returns 32, and mlir-opt-16's output returns 1.  Debian's mlir-opt-19
 (19.1.7) and mlir-opt-22 keep the loop: fixed upstream between 16 and 19.
+
+remove-dead-values deletes values still in use (MLIR 22 and 19; issue 35's hunt)
+--------------------------------------------------------------------------------
+
+Found by the crash hunt of 2026-12-06 (``loomfuzz run --target mlir-opt-22
+--pipeline 'builtin.module(remove-dead-values,canonicalize)' --profile wide -n
+20000 --seed 36``: 2 of 20,000 programs), confirmed by running
+``mlir-opt-22 --allow-unregistered-dialect --remove-dead-values`` on each file
+alone, and minimized by ``loomfuzz triage --target mlir-opt-22 --pipeline
+'builtin.module(remove-dead-values)' --profile wide`` (P1-P24 hold). Both
+programs parse and verify without the pass. In both, a region's result is used
+only by an unregistered op (``loom.spatial_yield``) and flows from an
+``scf.if`` whose branch calls a function: remove-dead-values erases the
+call's operand (``tests/programs/upstream_rdv_null_operand_wide.mlir``: the
+verifier then reports ``null operand found`` on the ``func.call``, exit 1, as
+in llvm/llvm-project #82788, open) or a loop bound, after which its own
+cleanup patterns dereference the null value
+(``tests/programs/upstream_rdv_trip_count_crash_wide.mlir``: SIGSEGV in
+``mlir::constantTripCount``). MLIR 19 aborts on both ("SmallVector unable to
+grow", the crash tests/test_target_model.py finds on about half of the wide
+programs). The development head's wheel registers no remove-dead-values.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +83,7 @@ from harness.execute.releases import for_release, major_version
 from harness.execute.render_exec import exec_module
 
 PROGRAMS = Path(__file__).parent / "programs"
+ROOT = Path(__file__).resolve().parent.parent
 WIDE = PROGRAMS / "upstream_int_range_hang_wide.mlir"
 FUNC = PROGRAMS / "upstream_int_range_hang_func.mlir"
 ZERO_TRIP_WIDE = PROGRAMS / "upstream_mlir16_sccp_zero_trip_wide.mlir"
@@ -171,3 +196,55 @@ def test_the_judge_finds_it_in_the_wide_program():
     assert (region.reference, region.target) == ("32", "1"), verdict.describe()
     same = judge(text, Optimizer(binary="mlir-opt-22", pipeline="builtin.module(canonicalize,cse,sccp)"))
     assert same.kind == "same", same
+
+
+RDV_NULL_OPERAND = PROGRAMS / "upstream_rdv_null_operand_wide.mlir"
+RDV_TRIP_COUNT = PROGRAMS / "upstream_rdv_trip_count_crash_wide.mlir"
+
+
+def _remove_dead_values(binary: str, program: Path, *passes: str) -> subprocess.CompletedProcess:
+    pipeline = ",".join(("remove-dead-values", *passes))
+    return subprocess.run([binary, "--allow-unregistered-dialect", f"--pass-pipeline=builtin.module({pipeline})",
+                           str(program)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("program", [RDV_NULL_OPERAND, RDV_TRIP_COUNT])
+def test_remove_dead_values_programs_are_valid_without_the_pass(mlir_opt, program):
+    done = subprocess.run([mlir_opt, "--allow-unregistered-dialect", str(program)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # it parses and verifies: the pass breaks it
+    cse = subprocess.run([mlir_opt, "--allow-unregistered-dialect", "--cse", "--canonicalize", str(program)],
+                         capture_output=True, text=True)
+    assert cse.returncode == 0, cse.stderr  # other passes take it
+
+
+def test_remove_dead_values_leaves_a_null_operand(mlir_opt):
+    done = _remove_dead_values(mlir_opt, RDV_NULL_OPERAND)
+    assert done.returncode == 1
+    assert "error: null operand found" in done.stderr and "func.call" in done.stderr
+
+
+def test_remove_dead_values_crashes_in_constant_trip_count(mlir_opt):
+    done = _remove_dead_values(mlir_opt, RDV_TRIP_COUNT)
+    assert done.returncode < 0 or done.returncode == 139, done.returncode  # SIGSEGV
+    assert "mlir::constantTripCount" in done.stderr
+
+
+@pytest.mark.parametrize("program", [RDV_NULL_OPERAND, RDV_TRIP_COUNT])
+def test_mlir_19_aborts_on_both(program):
+    binary = shutil.which("mlir-opt-19")
+    if binary is None:
+        pytest.fail("mlir-opt-19 is not installed (bash .ci/setup installs it)")
+    done = _remove_dead_values(binary, program)
+    assert done.returncode != 0 and "SmallVector unable to grow" in done.stderr
+
+
+def test_the_fuzzer_finds_them_through_its_persistent_driver(tmp_path):
+    """Both through loomfuzz run (the MLIR 22 driver), each a finding of its own kind."""
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--target", "mlir-opt-22", "--pipeline",
+                           "builtin.module(remove-dead-values)", "--artifacts", str(tmp_path / "a"),
+                           "--no-progress", str(RDV_NULL_OPERAND), str(RDV_TRIP_COUNT)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 1, done.stderr
+    kinds = sorted(json.loads(p.read_text())["finding_kind"] for p in (tmp_path / "a").glob("crash-*.json"))
+    assert kinds == ["crash", "unexpected-rejection"], (kinds, done.stdout)
+    assert "runner persistent, driver loomfuzz-mlir-driver," in done.stdout
