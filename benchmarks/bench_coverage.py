@@ -6,7 +6,7 @@
 Builds tests/fixtures/deep_bug.c with afl-clang-fast, then:
 
 1. Speed, same instrumented binary, bridge on and off:
-   a. the runner alone: the same programs through harness.run.runner.run_program,
+   a. the runner alone: the same programs through harness.run.process.run_program,
       alternating blocks with the bridge (start_run / finish_run around each
       run, __AFL_SHM_ID in the target's environment) and without;
    b. the fuzz target end to end on the same inputs: the encoded programs
@@ -44,7 +44,8 @@ from harness.fuzzing.worker_summary import read_summaries  # noqa: E402
 from harness.run.coverage import open_bridge  # noqa: E402
 
 GRAMMAR = default_grammar()
-from harness.run.runner import Target, run_program  # noqa: E402
+from harness.run.process import run_program
+from harness.run.target import Target
 
 FUZZ_TARGET = ROOT / "fuzz_targets" / "loom_opt_fuzzer.py"
 DEEP_BUG = ROOT / "tests" / "fixtures" / "deep_bug.c"

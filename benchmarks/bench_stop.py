@@ -36,7 +36,8 @@ from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
 from harness.run import lifetime  # noqa: E402
-from harness.run.runner import Target, run_program  # noqa: E402
+from harness.run.process import run_program
+from harness.run.target import Target
 
 FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]

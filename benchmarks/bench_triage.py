@@ -57,7 +57,7 @@ from harness.core.codec import decode, encode
 from harness.core.grammar import default_grammar
 from harness.core.reduce import minimize
 from harness.core.walk import random_trees
-from harness.run.runner import resolve_target
+from harness.run.target import resolve_target
 from harness.triage.crashdb import TriageDB
 from harness.triage.minimize import Interesting, attempts_for
 from harness.triage.pipeline import TriageConfig, run_triage
@@ -305,7 +305,7 @@ def compare_runners(work: Path, args) -> None:
     from harness.core.render import render as render_tree
     from harness.run.expectations import parse_expectations
     from harness.run.persistent import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path
-    from harness.run.runner import Target
+    from harness.run.target import Target
 
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     double = work / "persistent-fake"

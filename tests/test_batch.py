@@ -16,7 +16,8 @@ from harness.core.engine import generate as generate_trees
 from harness.core.grammar import default_grammar
 from harness.core.render import render as render_tree
 from harness.run.batch import BatchSizer, batchable, join_programs, run_alone, run_batch
-from harness.run.runner import Target, write_finding
+from harness.run.judge import write_finding
+from harness.run.target import Target
 
 G = default_grammar()
 

@@ -26,7 +26,10 @@ from harness.core.engine import generate
 from harness.core.render import render, render_stream
 from harness.core.tree import decisions
 from harness.core.walk import random_trees
-from harness.run.runner import OutcomeKind, Target, judge, run_program
+from harness.run.judge import judge
+from harness.run.outcome import OutcomeKind
+from harness.run.process import run_program
+from harness.run.target import Target
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -279,9 +279,9 @@ def test_an_upward_import_and_a_checker_reading_core_are_found(tmp_path):
     root = _package(tmp_path, {
         "harness/__init__.py": "",
         "harness/run/__init__.py": "",
-        "harness/run/runner.py": "def f():\n    from harness.fuzzing.campaign import go\n",
+        "harness/run/judge.py": "def f():\n    from harness.fuzzing.campaign import go\n",
         "harness/fuzzing/__init__.py": "",
-        "harness/fuzzing/campaign.py": "from harness.run import runner\ngo = 1\n",
+        "harness/fuzzing/campaign.py": "from harness.run import judge\ngo = 1\n",
         "harness/checker/__init__.py": "",
         "harness/checker/check.py": "import grammars.loom\nfrom harness.core.tree import Node\n",
         "harness/core/__init__.py": "",
@@ -289,10 +289,10 @@ def test_an_upward_import_and_a_checker_reading_core_are_found(tmp_path):
     })
     edges = imports(root)
     assert [str(e) for e in upward(edges)] == [
-        "harness.run.runner -> harness.fuzzing.campaign (harness/run/runner.py:2)"]
+        "harness.run.judge -> harness.fuzzing.campaign (harness/run/judge.py:2)"]
     assert [str(e) for e in crossings(edges)] == [
         "harness.checker.check -> grammars.loom (harness/checker/check.py:1)",
         "harness.checker.check -> harness.core.tree (harness/checker/check.py:2)"]
     assert [_cycle_text(c) for c in circles(edges)] == [
-        "harness.fuzzing.campaign -> harness.run.runner [harness/fuzzing/campaign.py:1] -> "
-        "harness.fuzzing.campaign [harness/run/runner.py:2]"]
+        "harness.fuzzing.campaign -> harness.run.judge [harness/fuzzing/campaign.py:1] -> "
+        "harness.fuzzing.campaign [harness/run/judge.py:2]"]

@@ -33,7 +33,9 @@ from harness.run.persistent import (
     default_driver_path,
     persistent_target,
 )
-from harness.run.runner import DEFAULT_MLIR_PIPELINE, OutcomeKind, Target, resolve_target, run_program
+from harness.run.outcome import OutcomeKind
+from harness.run.process import run_program
+from harness.run.target import DEFAULT_MLIR_PIPELINE, resolve_target, Target
 
 G = default_grammar()
 
@@ -199,7 +201,7 @@ def test_driver_dies_with_its_parent(fake, tmp_path):
     driver (its own session, so not in the harness' group) goes too."""
     script = (
         "import sys, time\n"
-        "from harness.run.runner import Target\n"
+        "from harness.run.target import Target\n"
         "from harness.run.persistent import PersistentRunner, PersistentTarget\n"
         f"t = Target(name='f', argv=({fake!r},), timeout=600)\n"
         f"r = PersistentRunner(PersistentTarget(t, ({fake!r}, '--persistent')))\n"

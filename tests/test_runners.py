@@ -22,7 +22,7 @@ from harness.core.engine import generate
 from harness.core.grammar import default_grammar
 from harness.core.render import render
 from harness.run.persistent import DRIVER_ENV, PersistentTarget, default_driver_path
-from harness.run.runner import Target, resolve_target
+from harness.run.target import resolve_target, Target
 from harness.run.runners import (
     BatchRunner,
     PersistentPool,

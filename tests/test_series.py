@@ -27,7 +27,7 @@ from harness.fuzzing.series import (
     rotate_previous,
 )
 from harness.fuzzing.worker_series import WorkerSeries
-from harness.run.runner import FINDING_KINDS
+from harness.run.outcome import FINDING_KINDS
 
 from tests.test_fuzz import clean_env, corpus_sizes, executions, loomfuzz
 

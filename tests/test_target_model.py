@@ -24,7 +24,7 @@ from harness.run import head_driver
 from harness.run.head_driver import tool_beside_bindings
 from harness.run.identity import identify, pipeline_passes
 from harness.run.persistent import PersistentRunner, find_driver, persistent_target
-from harness.run.runner import Target, resolve_target
+from harness.run.target import resolve_target, Target
 from harness.run.runners import make_runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,7 +27,9 @@ from harness.core.parse import normalise, split_programs
 from harness.core.parse import parse as parse_text
 from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import SPLIT_MARKER
-from harness.run.runner import judge, resolve_target, run_program
+from harness.run.judge import judge
+from harness.run.process import run_program
+from harness.run.target import resolve_target
 from harness.triage.signature import (
     Signature,
     clean_function,

@@ -23,7 +23,7 @@ from harness.core.grammar import default_grammar
 from harness.core.render import render
 from harness.run.expectations import parse_expectations
 from harness.run.persistent import LOOM_DRIVER_ENV
-from harness.run.runner import Target, resolve_target
+from harness.run.target import resolve_target, Target
 from harness.run.runners import default_runner_kind
 from harness.triage.crashdb import TriageDB
 from harness.triage.pipeline import TriageConfig, run_triage

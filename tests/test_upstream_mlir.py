@@ -65,6 +65,23 @@ cleanup patterns dereference the null value
 ``mlir::constantTripCount``). MLIR 19 aborts on both ("SmallVector unable to
 grow", the crash tests/test_target_model.py finds on about half of the wide
 programs). The development head's wheel registers no remove-dead-values.
+
+canonicalize spins on the control flow of a zero-trip loop (19, 22 and the head)
+-------------------------------------------------------------------------------
+
+Found by the same hunt (``--pipeline 'builtin.module(convert-scf-to-cf,canonicalize,
+lift-cf-to-scf)'``, and ``convert-scf-to-cf,canonicalize`` on the development
+head: the same 9 of 20,000 wide programs time out on both), minimized by
+``loomfuzz triage --target mlir-opt-22 --pipeline
+'builtin.module(convert-scf-to-cf,canonicalize)' --timeout 3``
+(``tests/programs/upstream_cf_canonicalize_hang_wide.mlir``): an ``scf.for``
+from 1 to 1 inside ``scf.if``s on one condition. ``convert-scf-to-cf`` alone
+takes 0.06 s; ``canonicalize`` after it never ends (a backtrace of the
+running process: ``applyPatternsGreedily`` folding a commutative op, again
+and again). mlir-opt-19, mlir-opt-22 and the wheel's iree-opt (LLVM
+24.0.0git) all hang. The same spin as llvm/llvm-project PR #221037 ("Fix
+non-termination in simplifyBrToBlockWithSinglePred", closed): its reproducer
+(``CF_SPIN`` below) hangs ``canonicalize`` on 22 and on the head too.
 """
 
 from __future__ import annotations
@@ -248,3 +265,51 @@ def test_the_fuzzer_finds_them_through_its_persistent_driver(tmp_path):
     kinds = sorted(json.loads(p.read_text())["finding_kind"] for p in (tmp_path / "a").glob("crash-*.json"))
     assert kinds == ["crash", "unexpected-rejection"], (kinds, done.stdout)
     assert "runner persistent, driver loomfuzz-mlir-driver," in done.stdout
+
+
+CF_HANG = PROGRAMS / "upstream_cf_canonicalize_hang_wide.mlir"
+CF_SPIN = """\
+func.func @loop() {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %enter = arith.cmpi sgt, %c2, %c0 : i32
+  cf.cond_br %enter, ^exit, ^header(%c2 : i32)
+^header(%iv: i32):
+  %done = arith.cmpi eq, %iv, %c2 : i32
+  cf.cond_br %done, ^exit, ^latch
+^latch:
+  %next = arith.addi %iv, %c1 : i32
+  cf.br ^header(%next : i32)
+^exit:
+  return
+}
+"""
+
+
+def _head() -> str:
+    found = shutil.which("iree-opt") or shutil.which("iree-opt", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("iree-opt is not installed (bash .ci/setup installs the test extras)")
+    return found
+
+
+def test_canonicalize_after_scf_to_cf_hangs_on_22(mlir_opt):
+    lowered = subprocess.run([mlir_opt, "--allow-unregistered-dialect",
+                              "--pass-pipeline=builtin.module(convert-scf-to-cf)", str(CF_HANG)],
+                             capture_output=True, text=True, timeout=30)
+    assert lowered.returncode == 0, lowered.stderr  # the lowering alone is quick
+    expired = _hangs([mlir_opt, "--allow-unregistered-dialect",
+                      "--pass-pipeline=builtin.module(convert-scf-to-cf,canonicalize)"], CF_HANG.read_text())
+    assert not expired.stderr  # no diagnostic, no stack dump
+
+
+def test_the_development_head_hangs_too():
+    head = _head()
+    _hangs([head, "--allow-unregistered-dialect", "--pass-pipeline=builtin.module(convert-scf-to-cf,canonicalize)"],
+           CF_HANG.read_text())
+    _hangs([head, "--canonicalize"], CF_SPIN)
+
+
+def test_the_upstream_reproducer_of_the_spin_hangs_22(mlir_opt):
+    _hangs([mlir_opt, "--canonicalize"], CF_SPIN)

@@ -207,7 +207,7 @@ def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = Non
     after the pass pipeline passed its probe (:func:`probe_pipeline`).  Raises
     ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
     from harness.run.persistent import DriverError
-    from harness.run.runner import TargetNotFound
+    from harness.run.target import TargetNotFound
     from harness.run.runners import make_runner
 
     try:
@@ -235,7 +235,7 @@ class TargetError(Exception):
 def target_from_args(args: argparse.Namespace):
     """The runner's Target for the options of :func:`add_target_arguments`."""
     from harness.run.expectations import ExpectationsError
-    from harness.run.runner import TargetNotFound, resolve_target
+    from harness.run.target import resolve_target, TargetNotFound
 
     settle_target_options(args)  # idempotent (harness.cli settled them already)
     try:
@@ -394,7 +394,7 @@ def sweep_target(args: argparse.Namespace, grammar):
     programs are read in the canonical rendering (the oracle renders them for execution),
     else :func:`target_for_grammar`.  Raises ``TargetError``."""
     if getattr(args, "oracle", "crash") == "differential":
-        from harness.run.runner import Target
+        from harness.run.target import Target
 
         return Target(name="differential", argv=(args.mlir_opt,), render="canonical")
     return target_for_grammar(args, grammar)
@@ -408,7 +408,7 @@ def oracle_from_args(args: argparse.Namespace):
     from harness.execute.differential import Optimizer
     from harness.execute.oracle import check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
-    from harness.run.runner import DEFAULT_MLIR_PIPELINE
+    from harness.run.target import DEFAULT_MLIR_PIPELINE
 
     optimizer = Optimizer(args.mlir_opt or "mlir-opt-22", args.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
@@ -430,7 +430,7 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
     from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sweep import format_summary, run_sweep
     from harness.run.expectations import ExpectationsError
-    from harness.run.runner import TargetNotFound
+    from harness.run.target import TargetNotFound
 
     command = args.command
 

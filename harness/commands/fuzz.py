@@ -166,7 +166,7 @@ def _check_target(args: argparse.Namespace, grammar):
     except TargetError as error:
         return None, _error(str(error))
     coverage_binary = target.argv[0]
-    from harness.run.runner import TargetNotFound
+    from harness.run.target import TargetNotFound
     from harness.run.runners import default_runner_kind
 
     try:

@@ -156,7 +156,7 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
     ``--reference-loom-opt`` / ``--reference-mlir-opt`` names, else the one their sidecars
     record (harness.triage.divergence)."""
     from harness.commands import divergence_from_args, oracle_from_args
-    from harness.run.runner import TargetNotFound
+    from harness.run.target import TargetNotFound
     from harness.triage.divergence import recorded_reference, run_divergence_triage
 
     if not (args.reference_loom_opt or args.reference_mlir_opt):
@@ -186,7 +186,8 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
 
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
-    from harness.run.runner import FINDING_KINDS, TargetNotFound
+    from harness.run.outcome import FINDING_KINDS
+    from harness.run.target import TargetNotFound
     from harness.triage.divergence import divergence_findings
     from harness.triage.oracle_runs import findings_in
     from harness.triage.pipeline import TriageConfig, run_triage

@@ -53,7 +53,8 @@ from harness.execute.process_executor import ProcessExecutor
 from harness.execute.render_exec import layout_of
 from harness.execute.toolchain import Toolchain
 from harness.run.persistent import DriverError, PersistentRunner, PersistentTarget, find_driver
-from harness.run.runner import OutcomeKind, Target
+from harness.run.outcome import OutcomeKind
+from harness.run.target import Target
 
 __all__ = ["ExecDriver", "ExecResult", "InProcessExecutor", "in_process_optimizer"]
 

@@ -12,7 +12,7 @@ per side for a whole batch).  Each program's :class:`OracleVerdict` is a runner 
   judgement of the program alone (the executor's ``judge``);
 * ``reference-failure``: the trusted toolchain failed; never the target's;
 * ``crash`` / ``timeout`` / ``oom``: the optimizer failed; the program is run
-  alone in a fresh process (:func:`harness.run.runner.run_program`) and judged
+  alone in a fresh process (:func:`harness.run.process.run_program`) and judged
   as ``--oracle crash`` would judge it;
 * ``target-failure``: the optimizer exited 0 but printed something that is not
   MLIR;
@@ -55,7 +55,10 @@ from harness.run.persistent import DriverError
 from harness.run.expectations import Expectations
 from harness.run.identity import HEX_ELEMENTS_OPTION, identify_named
 from harness.run.probe import PipelineRefused
-from harness.run.runner import Outcome, OutcomeKind, Target, Verdict, judge as judge_crash, run_program
+from harness.run.judge import judge as judge_crash
+from harness.run.outcome import Outcome, OutcomeKind, Verdict
+from harness.run.process import run_program
+from harness.run.target import Target
 from harness.run.runners import Program, Result, Runner
 
 __all__ = ["ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",

@@ -19,7 +19,7 @@ from harness.execute.releases import for_release, major_version
 from harness.execute.render_exec import exec_module
 from harness.execute.toolchain import Toolchain
 from harness.run.divergence import DivergenceSettings
-from harness.run.runner import Target
+from harness.run.target import Target
 
 __all__ = ["check_reference_optimizer", "differential_target", "exec_divergence_settings", "exec_for_releases"]
 

@@ -32,7 +32,7 @@ from harness.fuzzing.series import (
     parse_value,
     rotate_previous,
 )
-from harness.run.runner import FINDING_KINDS
+from harness.run.outcome import FINDING_KINDS
 
 __all__ = ["CampaignSeries", "Snapshot"]
 

@@ -35,7 +35,7 @@ def programs_beside(folder: Path) -> dict[str, str]:
 
 
 def finding_kind(record: Mapping) -> str:
-    """A finding's kind from its sidecar (harness.run.runner.FINDING_KINDS)."""
+    """A finding's kind from its sidecar (harness.run.outcome.FINDING_KINDS)."""
     return str(record.get("finding_kind") or record.get("outcome") or "unknown")
 
 

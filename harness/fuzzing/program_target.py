@@ -91,7 +91,8 @@ from harness.fuzzing.worker_series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
 from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
-from harness.run.runner import OutcomeKind, TargetNotFound, resolve_target
+from harness.run.outcome import OutcomeKind
+from harness.run.target import resolve_target, TargetNotFound
 from harness.run.runners import Program
 
 __all__ = ["Finding", "GrammarFeatures", "ProgramFuzzer", "main"]
@@ -319,7 +320,7 @@ def _differential_runner(options: FuzzOptions):
     from harness.execute.differential import Optimizer
     from harness.execute.oracle import DifferentialRunner, OracleError, check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
-    from harness.run.runner import DEFAULT_MLIR_PIPELINE
+    from harness.run.target import DEFAULT_MLIR_PIPELINE
 
     optimizer = Optimizer(options.optimizer or "mlir-opt-22", options.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=options.timeout)

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from harness.run.runner import FINDING_KINDS
+from harness.run.outcome import FINDING_KINDS
 
 __all__ = [
     "COLUMNS",

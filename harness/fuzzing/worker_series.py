@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.fuzzing.series import DEFAULT_INTERVAL, WORKER_COLUMNS, AppendOnlyCsv
-from harness.run.runner import FINDING_KINDS
+from harness.run.outcome import FINDING_KINDS
 
 __all__ = ["GAUGES", "WorkerSeries"]
 

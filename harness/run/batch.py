@@ -50,15 +50,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from harness.run.runner import (
-    Outcome,
-    OutcomeKind,
-    Target,
-    Verdict,
-    classify,
-    judge,
-    run_program,
-)
+from harness.run.judge import judge
+from harness.run.outcome import classify, Outcome, OutcomeKind, Verdict
+from harness.run.process import run_program
+from harness.run.target import Target
 
 __all__ = [
     "SPLIT_FLAG",

@@ -40,16 +40,10 @@ from typing import Callable, Iterable, Iterator
 from harness.run.atomic import write_atomically
 from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
 from harness.run.normalize import LineDifference, first_difference, normalize
-from harness.run.runner import (
-    Outcome,
-    OutcomeKind,
-    Target,
-    TargetNotFound,
-    Verdict,
-    explicit_binary,
-    judge,
-    run_program,
-)
+from harness.run.judge import judge
+from harness.run.outcome import Outcome, OutcomeKind, Verdict
+from harness.run.process import run_program
+from harness.run.target import explicit_binary, Target, TargetNotFound
 from harness.run.runners import BatchRunner, Judge, ProcessRunner, Program, Result, Runner
 
 __all__ = ["COMPARISONS", "Divergence", "DivergenceResult", "DivergenceRunner", "DivergenceSettings",

@@ -31,7 +31,7 @@ program text as the target reads it (``match``/``unless``) or in the target's
 stderr (``stderr``), with ``re.MULTILINE`` so ``^``/``$`` anchor at lines.
 A program no rule matches is expected ``accepted`` with no checks.
 
-What counts as a finding (see ``harness.run.runner.judge``): every crash, timeout
+What counts as a finding (see ``harness.run.judge.judge``): every crash, timeout
 or oom, whatever the rules say; an outcome other than the expected one
 (``either`` accepts both accepted and rejected); an expected outcome whose
 stderr does not match the rule's ``stderr``; an accepted outcome that fails

@@ -1,6 +1,6 @@
 """Persistent targets: one long-lived driver answers many programs.
 
-The process-per-input runner (:mod:`harness.run.runner`) pays the target's
+The process-per-input runner (:mod:`harness.run.process`) pays the target's
 start-up for every program (about 35 ms of ``mlir-opt-22``'s 40 ms).  A
 *driver* speaking the protocol below pays it once: the harness starts it,
 sends it programs one after another, and restarts it when it crashes, hangs,
@@ -20,7 +20,7 @@ little-endian):
   dies, with LLVM's stack dump on its stderr.
 
 Each program gets an ``Outcome`` classified by the same
-:func:`harness.run.runner.classify` as in process mode: from the status and
+:func:`harness.run.outcome.classify` as in process mode: from the status and
 the diagnostics plus anything the driver wrote on stderr meanwhile, or, when
 it died, from its exit status and its stderr since the previous answer
 (the stack dump).  A program that gets no answer within the target's
@@ -68,19 +68,10 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from harness.run.identity import BuildIdentity, IdentityError, identify, which
-from harness.run.runner import (
-    Outcome,
-    OutcomeKind,
-    Target,
-    TargetNotFound,
-    Verdict,
-    _kill_group,
-    _set_limits,
-    classify,
-    judge,
-    run_program,
-    write_finding,
-)
+from harness.run.judge import judge, write_finding
+from harness.run.outcome import classify, Outcome, OutcomeKind, Verdict
+from harness.run.process import _kill_group, _set_limits, run_program
+from harness.run.target import Target, TargetNotFound
 
 __all__ = [
     "DEFAULT_RESTART_EVERY",
@@ -275,7 +266,7 @@ class PersistentRunner:
 
     ``env`` is added to the driver's environment on top of the target's
     (e.g. the AFL++ map of :mod:`harness.run.coverage`).  ``judge`` judges
-    every outcome (default :func:`harness.run.runner.judge`; the wrong-code
+    every outcome (default :func:`harness.run.judge.judge`; the wrong-code
     oracle plugs in here).  Use as a context manager, or call :meth:`close`.
 
     With a fork-server driver (``target.fork_server``) the driver process is
@@ -455,7 +446,7 @@ class PersistentRunner:
 
     def run(self, text: str | bytes) -> Outcome:
         """One program through the driver; the same ``Outcome`` kinds as
-        :func:`harness.run.runner.run_program`.  ``text`` may be bytes (the
+        :func:`harness.run.process.run_program`.  ``text`` may be bytes (the
         ``--exec`` mode's requests, harness.execute.inprocess); the answer's
         output bytes, undecoded, are ``self.last_output``."""
         if self.proc is not None and self.answered >= self.target.restart_every:
@@ -650,7 +641,7 @@ class PersistentEvidence:
 
     def write_finding(self, directory, name: str, text: str, verdict: Verdict,
                       extra: dict | None = None, *, suffix: str) -> None:
-        """:func:`harness.run.runner.write_finding` plus, for a persistent-only
+        """:func:`harness.run.judge.write_finding` plus, for a persistent-only
         finding, ``persistent`` in ``NAME.json`` (driver command line, position,
         restart interval, history file) and ``NAME.history.txt`` (the programs
         before it since the driver started); ``extra``'s keys go into ``NAME.json`` too."""

@@ -23,7 +23,9 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from harness.run.runner import Outcome, OutcomeKind, Target, TargetNotFound, classify, judge
+from harness.run.judge import judge
+from harness.run.outcome import classify, Outcome, OutcomeKind
+from harness.run.target import Target, TargetNotFound
 
 __all__ = ["PROBE_MODULES", "PipelineRefused", "ProbeResult", "probe_target"]
 
@@ -133,7 +135,7 @@ def _probe_program(target: Target, what: str, binary: str) -> None:
 
 def _run(target: Target, text: str) -> Outcome:
     """One short run of the target's command line, classified as the runner does.
-    Not through :func:`harness.run.runner.run_program`: the probe runs in the
+    Not through :func:`harness.run.process.run_program`: the probe runs in the
     command's own process (``fuzz``'s supervisor), which starts no run reaper."""
     try:
         proc = subprocess.run(target.argv, input=text.encode(), capture_output=True,

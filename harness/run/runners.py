@@ -50,7 +50,10 @@ from harness.run.persistent import (
     persistent_target,
 )
 from harness.run.identity import IdentityError, identify, pipeline_passes
-from harness.run.runner import Outcome, Target, Verdict, judge, run_program, write_finding
+from harness.run.judge import judge, write_finding
+from harness.run.outcome import Outcome, Verdict
+from harness.run.process import run_program
+from harness.run.target import Target
 
 __all__ = [
     "RUNNER_KINDS",
@@ -98,7 +101,7 @@ class Result:
     fresh: Optional[Verdict] = None
 
     def write_finding(self, directory, name: str, target: Target, extra=None, *, suffix: str) -> None:
-        """``NAME<suffix>`` and ``NAME.json`` (harness.run.runner.write_finding), with the
+        """``NAME<suffix>`` and ``NAME.json`` (harness.run.judge.write_finding), with the
         driver's evidence for a persistent-only finding."""
         if self.evidence is not None:
             self.evidence.write_finding(directory, name, self.program.text, self.verdict, extra, suffix=suffix)

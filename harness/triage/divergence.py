@@ -61,7 +61,8 @@ from harness.core.render import render
 from harness.run.divergence import (Divergence, DivergenceSettings, ReferenceBuildError, judge_alone,
                                     reproduction_command)
 from harness.run.normalize import normalize, operation_of
-from harness.run.runner import FAILURE_KINDS, Outcome, OutcomeKind, Target
+from harness.run.outcome import FAILURE_KINDS, Outcome, OutcomeKind
+from harness.run.target import Target
 from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, findings_in,
                                         minimized_fields, run_oracle_triage, stop_point)

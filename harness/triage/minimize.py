@@ -16,7 +16,7 @@ from harness.core.codec import decode
 from harness.core.compiled import CompiledGrammar, Node
 from harness.core.reduce import minimize, sort_key
 from harness.core.render import render
-from harness.run.runner import Outcome
+from harness.run.outcome import Outcome
 from harness.triage.crashdb import TriageDB
 from harness.triage.runs import TriageRunner
 from harness.triage.signature import run_key_of

@@ -46,7 +46,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from harness.run.batch import BatchSizer, run_batch
-from harness.run.runner import Outcome, Target, Verdict, judge, run_program
+from harness.run.judge import judge
+from harness.run.outcome import Outcome, Verdict
+from harness.run.process import run_program
+from harness.run.target import Target
 from harness.run.runners import Program, Runner, default_runner_kind, make_runner
 from harness.triage.signature import Signature, signature_of
 

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Iterable
 from harness.run.failure_message import first_failure
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.run.runner import Verdict
+    from harness.run.outcome import Verdict
 
 __all__ = [
     "FRAME_COUNT",
