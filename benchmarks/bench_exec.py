@@ -22,6 +22,20 @@ On N programs of a P1-P24 profile (``--profile``, default wide; seed S), in batc
   on the real mlir-opt-22 is a false alarm until proven otherwise (it must be
   0) and is written to ``--artifacts``.
 
+``--ir`` runs (c) instead: the in-process judge's executors side by side, on the issue's
+four pipelines (:data:`IR_PIPELINES`), interleaved batch by batch in one run: the IR executor
+(``InProcessExecutor(executor="ir")``, no cross-check), the JIT
+(``executor="jit"``), and crash-only optimization of the same exec programs through
+the same driver (``loomfuzz-mlir-driver --fork-server`` with the pipeline, no ``--exec``:
+parse, optimize, nothing else); programs per second of each, the ratios, and agreement:
+every program must get the same verdict from both executors (``Same`` carries the output: the
+same values) and the IR executor's values must be the Python interpreter's.
+
+``--triage`` runs (d) instead: wrong-code triage's judgements
+(:func:`harness.triage.wrong_code.verdict_of`, one program a request with the
+interpreter's values as the reference) with the IR executor and with the JIT
+alone, interleaved by batches of B: milliseconds per judgement, same verdicts.
+
 ``--agreement-only`` runs (a) alone, ``--judge-only`` (b) alone.  The issue's sizes are 10,000
 programs for (a) and 20,000 per pipeline for (b);
 default N is 2,000; ``--quick`` is 96 programs, one pipeline, batches of 24.
@@ -57,6 +71,126 @@ PIPELINES = (
 )
 
 
+IR_PIPELINES = (
+    "builtin.module(canonicalize,cse)",
+    "builtin.module(sccp)",
+    "builtin.module(int-range-optimizations)",
+    "builtin.module(canonicalize,cse,sccp,symbol-dce)",
+)
+
+
+def bench_ir(args) -> int:
+    """(c): the IR executor against the JIT and against crash-only optimization."""
+    from harness.execute.inprocess import InProcessExecutor
+    from harness.run.persistent import PersistentRunner, PersistentTarget, find_driver
+    from harness.run.outcome import OutcomeKind
+    from harness.run.target import Target
+
+    grammar = load_grammar(None, args.profile)
+    render = renderer(grammar, "canonical").render
+    toolchain = Toolchain()
+    pipelines = args.pipeline or list(IR_PIPELINES)
+    binary = find_driver("mlir-opt")
+    ir = InProcessExecutor(toolchain, executor="ir", cross_check=0.0)
+    jit = InProcessExecutor(toolchain, executor="jit")
+    crash = {}
+    for pipeline in pipelines:
+        process = Target(name="mlir-opt", argv=("mlir-opt-22", f"--pass-pipeline={pipeline}"), timeout=60.0,
+                         memory_mb=None)
+        crash[pipeline] = PersistentRunner(PersistentTarget(
+            process, (binary, f"--pass-pipeline={pipeline}", "--fork-server"), 5000, fork_server=True))
+    wall = Counter()
+    differ = Counter()  # pipeline -> programs whose verdicts differ between the executors
+    not_interpreter = Counter()  # pipeline -> IR values that are not the interpreter's
+    kinds = Counter()
+    trees = generate(grammar, "fast", args.seed, args.count)
+    done = 0
+    started = time.time()
+    while done < args.count:
+        programs = [render(next(trees)) for _ in range(min(args.batch, args.count - done))]
+        texts = [exec_module(p) for p in programs]
+        expected = []
+        for program in programs:
+            try:
+                expected.append(interpret_program(program))
+            except InterpretError:
+                expected.append(None)  # undefined: the oracle does not judge it
+        for pipeline in pipelines:
+            optimizer = Optimizer(pipeline=pipeline)
+            t = time.perf_counter()
+            for text in texts:
+                outcome = crash[pipeline].run(text)
+                if outcome.kind is not OutcomeKind.ACCEPTED:
+                    kinds[f"crash-only {outcome.kind.value}"] += 1
+            wall[(pipeline, "crash-only")] += time.perf_counter() - t
+            t = time.perf_counter()
+            by_ir = ir.judge_many(texts, optimizer)
+            wall[(pipeline, "ir")] += time.perf_counter() - t
+            t = time.perf_counter()
+            by_jit = jit.judge_many(texts, optimizer)
+            wall[(pipeline, "jit")] += time.perf_counter() - t
+            for k, (a, b) in enumerate(zip(by_ir, by_jit)):
+                kinds[a.kind] += 1
+                if a != b:
+                    differ[pipeline] += 1
+                    print(f"differ: {pipeline} program {done + k}: ir {a.kind}, jit {b.kind}", file=sys.stderr)
+                if expected[k] is not None and getattr(a, "output", None) != expected[k]:
+                    not_interpreter[pipeline] += 1
+                    print(f"not the interpreter's: {pipeline} program {done + k}: {a.kind}", file=sys.stderr)
+        done += len(programs)
+        print(f"  {done}/{args.count} programs, {time.time() - started:.0f} s", file=sys.stderr)
+    for runner in crash.values():
+        runner.close()
+    n = args.count
+    print(f"bench_exec --ir: {n} {args.profile} programs, seed {args.seed}, batches of {args.batch}, "
+          f"{len(pipelines)} pipelines ({n * len(pipelines)} judgements per executor)")
+    for pipeline in pipelines:
+        rate = {how: n / wall[(pipeline, how)] for how in ("crash-only", "ir", "jit")}
+        print(f"(c) {pipeline}: crash-only {rate['crash-only']:.0f}, IR executor {rate['ir']:.0f}, "
+              f"JIT {rate['jit']:.0f} programs/s; judge (IR) / crash-only "
+              f"{rate['crash-only'] / rate['ir']:.2f}x the cost, JIT / IR {rate['ir'] / rate['jit']:.1f}x; "
+              f"verdicts that differ {differ[pipeline]}, IR values not the interpreter's "
+              f"{not_interpreter[pipeline]}")
+    total = {how: sum(wall[(p, how)] for p in pipelines) for how in ("crash-only", "ir", "jit")}
+    print(f"    all: judge (IR) {total['ir'] / total['crash-only']:.2f}x crash-only, JIT "
+          f"{total['jit'] / total['crash-only']:.2f}x crash-only, IR {total['jit'] / total['ir']:.1f}x "
+          f"faster than the JIT; verdicts {dict(kinds)}")
+    print(f"    IR executor: {ir.counts.summary()}")
+    ir.close()
+    jit.close()
+    return 1 if sum(differ.values()) or sum(not_interpreter.values()) else 0
+
+
+def bench_triage(args) -> int:
+    """(d): wrong-code triage's judgements (verdict_of: one program a request, the
+    interpreter's reference) with the IR executor and with the JIT alone, interleaved."""
+    from dataclasses import replace
+
+    from harness.execute.oracle import close_executors, oracle_settings
+    from harness.triage.wrong_code import verdict_of
+
+    grammar = load_grammar(None, args.profile)
+    render = renderer(grammar, "canonical").render
+    programs = [render(tree) for tree in generate(grammar, "fast", args.seed, args.count)]
+    pipeline = (args.pipeline or [PIPELINES[0]])[0]
+    base = oracle_settings(Optimizer(pipeline=pipeline), runner="persistent")
+    wall, kinds = Counter(), {"ir": [], "jit": []}
+    for at in range(0, len(programs), args.batch):
+        for how in ("ir", "jit"):
+            settings = replace(base, in_process=how, cross_check=0.0)
+            t = time.perf_counter()
+            for program in programs[at:at + args.batch]:
+                kinds[how].append(getattr(verdict_of(program, settings, pipeline), "kind", None))
+            wall[how] += time.perf_counter() - t
+    close_executors()
+    n = len(programs)
+    same = kinds["ir"] == kinds["jit"]
+    print(f"(d) triage judgements one at a time, {n} {args.profile} programs, {pipeline}: IR executor "
+          f"{1000 * wall['ir'] / n:.1f} ms, JIT {1000 * wall['jit'] / n:.1f} ms a judgement "
+          f"({wall['jit'] / wall['ir']:.1f}x); the same verdicts: {same}")
+    return 0 if same else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", "--count", type=int, default=2000, help="programs (default 2000)")
@@ -74,7 +208,19 @@ def main() -> int:
     parser.add_argument("--runner", choices=("both", "persistent", "process"), default="both",
                         help="(b)'s executors: both side by side (default), or one")
     parser.add_argument("--quick", action="store_true", help="96 programs, one pipeline, batches of 24")
+    parser.add_argument("--ir", action="store_true",
+                        help="(c) alone: the IR executor against the JIT and crash-only optimization")
+    parser.add_argument("--triage", action="store_true",
+                        help="(d) alone: wrong-code triage's judgements, IR executor against the JIT")
     args = parser.parse_args()
+    if args.triage:
+        if args.quick:
+            args.count, args.batch = 40, 20
+        return bench_triage(args)
+    if args.ir:
+        if args.quick:
+            args.count, args.batch = 96, 24
+        return bench_ir(args)
     if args.quick:
         args.count, args.batch, args.pipeline = 96, 24, args.pipeline or [PIPELINES[0]]
     pipelines = [] if args.agreement_only else args.pipeline or list(PIPELINES)

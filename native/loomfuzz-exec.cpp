@@ -2,6 +2,7 @@
 // and native/README.md.
 
 #include "loomfuzz-exec.h"
+#include "loomfuzz-interp.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/AsmState.h"
@@ -68,6 +69,10 @@ constexpr const char *kLowering =
     "arith-expand,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts";
 constexpr uint32_t kOptimizeHere = 0xFFFFFFFFu;
 constexpr uint32_t kSkipOriginal = 1u; // request flag: do not lower, compile or run the original
+constexpr uint32_t kInterpret = 2u;    // request flag: execute with the IR executor (loomfuzz-interp.h)
+constexpr uint32_t kAlsoJit = 4u;      // with kInterpret: the JIT too, whatever the IR executor says
+constexpr uint32_t kRanInterp = 1u;    // response `executed`: the IR executor gave both outputs
+constexpr uint32_t kRanJit = 2u;       // response `executed`: lowered, compiled and run
 
 // CPU seconds per stage since the driver started, when asked (--exec-timings):
 // where a batch's time goes, for benchmarks/bench_exec.py.
@@ -176,6 +181,13 @@ void putString(std::string &out, llvm::StringRef s) {
 struct Program {
   llvm::StringRef original;
   bool runOriginal = true; // false: the harness knows its output (the interpreter's)
+  bool interpret = false;  // the IR executor first
+  bool alsoJit = false;    // and the JIT whatever it says (a cross-check, a confirmation)
+  bool jit = true;         // lowered and JIT-compiled (false: the IR executor's outputs suffice)
+  uint32_t executed = 0;   // kRanInterp | kRanJit
+  loomfuzz::InterpStatus irStatus = loomfuzz::InterpStatus::Ok;
+  uint32_t irSide = 0; // where the IR executor stopped: 0 the original, 1 the optimized module
+  std::string irWhy, irReference, irOptimized;
   bool optimizeHere = true;
   llvm::StringRef given; // the optimized text, when it came with the request
   loomfuzz::ExecStage stage = loomfuzz::ExecStage::Ok;
@@ -267,6 +279,10 @@ struct ExecService::Impl {
       p.stage = ExecStage::Reparse;
       return;
     }
+    if (p.interpret && interpretBoth(k, p, *original, *optimized) && !p.alsoJit) {
+      p.jit = false; // the IR executor's outputs are the answer: no lowering, no JIT
+      return;
+    }
     // Both sides in one module (symbols r<k>_ and o<k>_), lowered in one run.
     std::string key = std::to_string(k);
     p.lowered = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
@@ -285,6 +301,34 @@ struct ExecService::Impl {
       p.stage = originalLowers ? ExecStage::LowerOptimized : ExecStage::Lower;
       p.detail += detail;
     }
+  }
+
+  // The IR executor on both sides (the original only when the harness does not know its
+  // output); true when it gave both outputs.  It runs on the modules as parsed, before
+  // anything is renamed or lowered.
+  bool interpretBoth(long k, Program &p, mlir::ModuleOp original, mlir::ModuleOp optimized) {
+    if (p.runOriginal) {
+      marker(k, "interpret");
+      InterpResult r = interpret(original);
+      if (r.status != InterpStatus::Ok) {
+        p.irStatus = r.status;
+        p.irSide = 0;
+        p.irWhy = std::move(r.why);
+        return false;
+      }
+      p.irReference = std::move(r.output);
+    }
+    marker(k, "interpret-optimized");
+    InterpResult o = interpret(optimized);
+    p.irOptimized = std::move(o.output);
+    if (o.status != InterpStatus::Ok) {
+      p.irStatus = o.status;
+      p.irSide = 1;
+      p.irWhy = std::move(o.why);
+      return false;
+    }
+    p.executed |= kRanInterp;
+    return true;
   }
 
   // A function without a body (the printers): shared by every module of a batch.
@@ -456,7 +500,7 @@ struct ExecService::Impl {
   void runBatch(std::vector<Program> &programs) {
     std::vector<size_t> live;
     for (size_t k = 0; k < programs.size(); ++k)
-      if (programs[k].stage == ExecStage::Ok)
+      if (programs[k].stage == ExecStage::Ok && programs[k].jit)
         live.push_back(k);
     if (live.empty())
       return;
@@ -511,6 +555,7 @@ struct ExecService::Impl {
     for (size_t k : callable) {
       Program &p = programs[k];
       std::string key = std::to_string(k);
+      p.executed |= kRanJit;
       if (p.runOriginal) {
         marker(static_cast<long>(k), "run");
         call(loaded->mains["r" + key + "_main"], p.referenceOutput);
@@ -553,7 +598,10 @@ bool ExecService::handle(llvm::StringRef request, std::string &response, std::st
   uint32_t count = in.u32();
   std::vector<Program> programs(in.ok ? count : 0);
   for (Program &p : programs) {
-    p.runOriginal = (in.u32() & kSkipOriginal) == 0;
+    uint32_t flags = in.u32();
+    p.runOriginal = (flags & kSkipOriginal) == 0;
+    p.interpret = (flags & kInterpret) != 0;
+    p.alsoJit = (flags & kAlsoJit) != 0;
     p.original = in.bytes(in.u32());
     uint32_t n = in.u32();
     p.optimizeHere = n == kOptimizeHere;
@@ -585,6 +633,12 @@ bool ExecService::handle(llvm::StringRef request, std::string &response, std::st
     putString(response, p.referenceOutput);
     putString(response, p.optimizedOutput);
     putString(response, p.optimizedText);
+    putU32(response, p.executed);
+    putU32(response, static_cast<uint32_t>(p.irStatus));
+    putU32(response, p.irSide);
+    putString(response, p.irWhy);
+    putString(response, p.irReference);
+    putString(response, p.irOptimized);
   }
   return true;
 }

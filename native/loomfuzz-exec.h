@@ -11,13 +11,22 @@
 // main in turn and capture what it prints through our own printI64 /
 // printComma / printNewline.
 //
+// With request flag 2 both modules are first executed by the IR executor
+// (loomfuzz-interp.h); when it gives both outputs (and flag 4 does not ask for
+// the JIT too) nothing is lowered or compiled.
+//
 // Request (u32 little-endian): count N, then N times: flags (bit 0: the
-// harness knows the original's output, do not execute it), original length +
-// bytes, optimized length + bytes (0xFFFFFFFF: optimize here with the
-// driver's pipeline).
+// harness knows the original's output, do not execute it; bit 1: the IR
+// executor first; bit 2: with bit 1, the JIT too), original length + bytes,
+// optimized length + bytes (0xFFFFFFFF: optimize here with the driver's
+// pipeline).
 // Response: count N, then N times: stage (ExecStage), then four strings
 // (u32 length + bytes): detail (diagnostics of the failing stage), the
-// original's output, the optimized module's output, the optimized text.
+// original's output, the optimized module's output (the JIT's when it ran,
+// else the IR executor's), the optimized text; then u32 executed (bit 0 the
+// IR executor gave both outputs, bit 1 the JIT ran), u32 InterpStatus, u32
+// where it stopped (0 the original, 1 the optimized module), and three
+// strings: why, the IR executor's output of the original, of the optimized.
 //
 // Before each stage the driver writes "loomfuzz-exec: program K stage NAME"
 // on stderr (K = -1: the whole batch), so that a crash or a hang, which

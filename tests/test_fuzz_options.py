@@ -65,7 +65,7 @@ def everything_set(tmp_path: Path) -> FuzzOptions:
         pass_args=("--a", "--b=c d"), pipeline="builtin.module(cse)", expectations=tmp_path / "e.json",
         timeout=2.5, memory_mb=0, runner=RunnerKind.PERSISTENT, restart_every=7,
         coverage=CoverageKind.AFL, grammar_features=FeatureMode.ON, oracle=OracleKind.DIFFERENTIAL,
-        optimizer="opt", reference_runner="run", runtime_library="/lib/x.so",
+        optimizer="opt", reference_runner="run", runtime_library="/lib/x.so", twins=0.5,
         artifacts=tmp_path / "a", summary=tmp_path / "a" / "s.jsonl",
         stats=StatsOptions(tmp_path / "a" / "w.csv", 0.5), corpus=tmp_path / "c", self_test=True,
         time=9, runs=11, jobs=3, seed=-4, libfuzzer_args=("-max_len=8",),

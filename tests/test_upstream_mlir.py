@@ -82,11 +82,42 @@ and again). mlir-opt-19, mlir-opt-22 and the wheel's iree-opt (LLVM
 24.0.0git) all hang. The same spin as llvm/llvm-project PR #221037 ("Fix
 non-termination in simplifyBrToBlockWithSinglePred", closed): its reproducer
 (``CF_SPIN`` below) hangs ``canonicalize`` on 22 and on the head too.
+
+int-range-optimizations folds ceildivsi(INT_MIN, d > 0) to its negation (MLIR 22; wrong code)
+----------------------------------------------------------------------------------------------
+
+Found by the wrong-code hunt with constant twins (``loomfuzz run --oracle
+differential --target mlir-opt-22 --pipeline
+'builtin.module(int-range-optimizations,canonicalize)' --profile wide -n 3000
+--seed 41 --twins 1``: 3 of 3,000 programs, all in twins whose ``i32`` argument
+is the constant INT_MIN), minimized by ``loomfuzz triage --oracle differential``
+to one ``arith.ceildivsi %a0, 3`` (``tests/programs/upstream_ceildivsi_int_min_wide.mlir``,
+twins ``8:ff,21:83``; culprit ``int-range-optimizations``). By hand, ceil(-2^31 / 3)
+is -715827882 (arith's definition, its own folder and ``arith-expand`` since
+llvm/llvm-project #133774; the interpreter and the unoptimized run agree); the
+pass folds it to +715827882: ``intrange::inferCeilDivS`` still computes
+``-(-a / b)`` for a negative dividend, and ``-INT_MIN`` wraps. MLIR 19 folds it
+right; the development head's wheel has no int-range-optimizations. Known
+upstream: #214637 (merged, the arith folder) and #215696 (open, the inference).
+Without twins the pass never sees INT_MIN as a constant here: 20,000 wide programs
+through int-range-optimizations gave no finding.
+
+arith-int-range-narrowing: a shift past its new width, overflow flags kept (MLIR 22; poison)
+--------------------------------------------------------------------------------------------
+
+The same hunt through ``arith-int-range-narrowing{int-bitwidths-supported=8,16,32},canonicalize``:
+85 of 3,000 programs, wrong-code (the JIT's values differ) and executor-disagreement (the IR
+executor sees poison reach a print). Triage minimized the shifts to ``-1 >> (x & 31)``
+narrowed to ``i8`` (``NARROW_SHIFT``; upstream #218191, fixed by #218495 after LLVM 22); the
+others narrow an ``i32`` ``muli ... overflow<nsw, nuw>`` of two values in [0, 255] to ``i16``
+with both flags kept, though 65025 overflows ``i16`` signed (``NARROW_FLAGS``; not found
+reported upstream).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -313,3 +344,103 @@ def test_the_development_head_hangs_too():
 
 def test_the_upstream_reproducer_of_the_spin_hangs_22(mlir_opt):
     _hangs([mlir_opt, "--canonicalize"], CF_SPIN)
+
+
+CEILDIVSI_WIDE = PROGRAMS / "upstream_ceildivsi_int_min_wide.mlir"
+CEILDIVSI_TWINS = "8:ff,21:83"  # the finding's constant twins (harness/execute/twins.py)
+CEILDIVSI = """\
+func.func @f() -> i32 {
+  %a = arith.constant -2147483648 : i32
+  %b = arith.constant DIVISOR : i32
+  %r = arith.ceildivsi %a, %b : i32
+  return %r : i32
+}
+"""
+
+
+def _folded(binary: str, divisor: int, *passes: str) -> str:
+    done = subprocess.run([binary, *passes], input=CEILDIVSI.replace("DIVISOR", str(divisor)),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("divisor", [2, 3, 5, 7])
+def test_mlir_22_int_range_optimizations_folds_ceildivsi_of_int_min_to_its_negation(mlir_opt, divisor):
+    """Known bug, expected: ceildivsi(INT_MIN, d > 0) is ceil(-2^31 / d) (arith's definition, its
+    folder and arith-expand since llvm/llvm-project #133774), but MLIR 22's range inference
+    computes it as -(-a / d), and -INT_MIN wraps: the pass folds it to the positive value.
+    Upstream: #215696 (open) changes intrange::inferCeilDivS; MLIR 19 folds it right."""
+    right = -((2 ** 31) // divisor)  # ceil(-2^31 / d) for d > 0, by hand
+    folded = _folded(mlir_opt, divisor, "--int-range-optimizations")
+    assert f"arith.constant {-right} : i32" in folded, folded  # the bug
+    binary = shutil.which("mlir-opt-19")
+    if binary is None:
+        pytest.fail("mlir-opt-19 is not installed (bash .ci/setup installs it)")
+    assert f"arith.constant {right} : i32" in _folded(binary, divisor, "--int-range-optimizations")
+
+
+def test_the_judge_finds_the_ceildivsi_fold_only_with_twins():
+    """The hunt's finding (run --oracle differential --twins 1, int-range-optimizations,canonicalize,
+    wide seed 41), minimized by triage: INT_MIN reaches ceildivsi as a twin's constant."""
+    from harness.execute.twins import TwinPlan, with_twins
+    from twin_values import interpreted
+
+    program = CEILDIVSI_WIDE.read_text()
+    optimizer = Optimizer(pipeline="builtin.module(int-range-optimizations)")
+    text = with_twins(exec_module(program), TwinPlan.parse(CEILDIVSI_TWINS))
+    verdict = judge(text, optimizer)
+    assert isinstance(verdict, WrongCode), verdict
+    assert verdict.reference_output == interpreted(program, CEILDIVSI_TWINS)  # independently
+    (difference,) = [d for d in verdict.differences if d.function.name == "graph_0"]
+    assert difference.function.twin_of and difference.row == 8
+    assert (difference.reference, difference.target) == ("-715827882", "715827882"), verdict.describe()
+    assert judge(exec_module(program), optimizer).kind == "same"  # at run time the pass cannot fold it
+
+
+NARROW_SHIFT = """\
+func.func @f(%x: i32) -> i32 {
+  %c31 = arith.constant 31 : i32
+  %m1 = arith.constant -1 : i32
+  %s = arith.andi %x, %c31 : i32
+  %r = arith.shrsi %m1, %s : i32
+  return %r : i32
+}
+"""
+NARROW_FLAGS = """\
+func.func @f(%x: i32, %y: i32) -> i32 {
+  %c255 = arith.constant 255 : i32
+  %a = arith.andi %x, %c255 : i32
+  %b = arith.andi %y, %c255 : i32
+  %m = arith.muli %a, %b overflow<nsw, nuw> : i32
+  return %m : i32
+}
+"""
+
+
+def _narrowed(binary: str, text: str, widths: str) -> str:
+    done = subprocess.run([binary, f"--arith-int-range-narrowing=int-bitwidths-supported={widths}"], input=text,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_mlir_22_narrowing_narrows_a_shift_past_its_new_width(mlir_opt):
+    """Known bug, expected: -1 >> (x & 31) is -1 for every x in i32, but narrowed to i8 a shift
+    by 8..31 is poison (arith.shrsi's definition). llvm/llvm-project #218191, fixed after LLVM 22
+    by #218495. Found by the hunt (arith-int-range-narrowing{8,16,32},canonicalize, --twins 1):
+    the IR executor's poison, the JIT's garbage."""
+    out = _narrowed(mlir_opt, NARROW_SHIFT, "8")
+    assert re.search(r"arith\.shrsi %\S+, %\S+ : i8", out), out
+
+
+def test_mlir_22_narrowing_keeps_overflow_flags_that_no_longer_hold(mlir_opt):
+    """Known bug, expected: the i32 product of two values in [0, 255] is below 2^16, so nsw and
+    nuw hold in i32; narrowed to i16 the pass keeps ``overflow<nsw, nuw>``, and 255 * 255 =
+    65025 > 32767 overflows i16 signed: poison where the original is 65025 (by arith.muli's
+    definition of nsw). Not found reported upstream. Without the flags it narrows right."""
+    out = _narrowed(mlir_opt, NARROW_FLAGS, "16")
+    assert re.search(r"arith\.muli %\S+, %\S+ overflow<nsw, nuw> : i16", out), out
+    assert 255 * 255 > 2 ** 15 - 1  # the signed i16 range the flag promises to stay in
+    plain = _narrowed(mlir_opt, NARROW_FLAGS.replace(" overflow<nsw, nuw>", ""), "16")
+    assert re.search(r"arith\.muli %\S+, %\S+ : i16", plain), plain

@@ -31,6 +31,17 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def share(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, not {value}")
+    return value
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a number above 0."""
     try:
@@ -370,7 +381,7 @@ def divergence_runner(args: argparse.Namespace, target, settings, *, jobs: int |
 
 def add_oracle_arguments(parser) -> None:
     """``--oracle crash|differential`` and the differential oracle's optimizer and toolchain."""
-    from harness.execute.oracle import ORACLES
+    from harness.execute.oracle import DEFAULT_TWINS, ORACLES
 
     parser.add_argument("--oracle", choices=ORACLES, default="crash",
                         help="crash (default): judge the target's outcome by the expectations; "
@@ -382,6 +393,11 @@ def add_oracle_arguments(parser) -> None:
                         help="another spelling of --target PATH for an mlir-opt build (with "
                              "--oracle differential: the optimizer under test, default "
                              "mlir-opt-22); giving both names two builds and is refused")
+    parser.add_argument("--twins", type=share, metavar="SHARE", default=DEFAULT_TWINS,
+                        help=f"with --oracle differential: the share of programs also judged with "
+                             f"constant twins, every function run once more with one row's inputs as "
+                             f"compile-time constants so the folders see them (default {DEFAULT_TWINS}; "
+                             f"0: none, 1: every program)")
     parser.add_argument("--reference-runner", metavar="PATH", default="mlir-runner-22",
                         help="with --oracle differential: the reference runner (default mlir-runner-22)")
     parser.add_argument("--runtime-library", metavar="PATH", default=None,
@@ -415,7 +431,7 @@ def oracle_from_args(args: argparse.Namespace):
     toolchain = Toolchain(runner=args.reference_runner,
                           runtime_library=args.runtime_library or DEFAULT_RUNTIME)
     settings = oracle_settings(optimizer, toolchain, batch_size=getattr(args, "batch_size", None) or 24,
-                               runner=getattr(args, "runner", None))
+                               runner=getattr(args, "runner", None), twins=args.twins)
     check_oracle(settings)
     return settings
 

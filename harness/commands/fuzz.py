@@ -143,6 +143,7 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
         optimizer=os.path.abspath(optimizer) if optimizer and "/" in optimizer else optimizer,
         reference_runner=args.reference_runner if differential else None,
         runtime_library=args.runtime_library if differential else None,
+        twins=args.twins,
         artifacts=artifacts,
         summary=artifacts / SUMMARY_FILE,
         stats=StatsOptions(artifacts / WORKERS_FILE, args.stats_interval),

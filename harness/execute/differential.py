@@ -13,7 +13,9 @@ original and the optimized module with the trusted reference
 * :class:`ReferenceFailed`: the reference toolchain failed (on the original,
   or on optimized output that is valid MLIR): never the target's fault;
 * :class:`TargetFailed`: the optimizer crashed, failed, timed out or printed
-  something that is not MLIR.
+  something that is not MLIR;
+* :class:`ExecutorsDisagree` (in process only): the IR executor and the JIT
+  computed other outputs for the same modules.
 
 :func:`judge_many` gives the same verdicts for many programs, running the
 reference toolchain once per batch (falling back to one program at a time
@@ -22,6 +24,7 @@ when a batch fails as a whole).
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,11 +32,11 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from harness.execute import inputs
-from harness.execute.render_exec import ExecFunction, ExecLayout, layout_of
+from harness.execute.render_exec import ExecFunction, ExecLayout, layout_of, row_inputs
 from harness.execute.toolchain import ReferenceFailure, Toolchain
 
-__all__ = ["Difference", "Optimizer", "OptimizerError", "ReferenceFailed", "Same", "TargetFailed",
-           "Verdict", "WrongCode", "differences", "judge", "judge_many", "optimize_all", "reference_outputs"]
+__all__ = ["Difference", "ExecutorsDisagree", "Optimizer", "OptimizerError", "ReferenceFailed", "Same", "TargetFailed",
+           "Verdict", "WrongCode", "differences", "printed_poison", "judge", "judge_many", "optimize_all", "reference_outputs"]
 
 #: A module every pipeline accepts: the optimizer's pre-flight check.
 _PROBE = "module {\n  func.func @probe(%a: i32) -> i32 {\n    %b = arith.addi %a, %a : i32\n    return %b : i32\n  }\n}\n"
@@ -117,6 +120,9 @@ class Difference:
         where = (f"thread @{self.function.name}" if self.function.kind == "thread"
                  else f"region {self.function.name} (thread @{self.function.thread})")
         args = ", ".join(f"{kind} {value}" for kind, value in self.inputs)
+        if self.function.twin_of:  # harness.execute.twins: the inputs were compile-time constants
+            known = ", ".join(str(k) for k in self.function.constant_args) or "none"
+            where += f" [twin @{self.function.symbol}: arguments {known} compile-time constants]"
         return (f"{where}, input row {self.row} ({args}): {self.column} is {self.target} "
                 f"after optimization, {self.reference} before")
 
@@ -165,21 +171,48 @@ class TargetFailed:
     kind: str = "target-failure"
 
 
-Verdict = Union[Same, WrongCode, ReferenceFailed, TargetFailed]
+def printed_poison(output: str) -> bool:
+    """Whether an IR executor's output has a poison value (printed as ``poison``)."""
+    return re.search(r"(^|, )poison(,|$)", output, re.M) is not None
 
 
-def _vector(function: ExecFunction, row: int) -> tuple[tuple[str, object], ...]:
-    out, i32s, flags = [], 0, 0
-    for kind in function.arg_types:
-        if kind == "i32":
-            out.append((kind, inputs.I32[row][i32s % inputs.COLUMNS]))
-            i32s += 1
-        elif kind == "i1":
-            out.append((kind, inputs.FLAGS[row][flags % inputs.COLUMNS]))
-            flags += 1
-        else:
-            out.append((kind, list(inputs.MEMORY[row])))
-    return tuple(out)
+@dataclass(frozen=True)
+class ExecutorsDisagree:
+    """The IR executor and the JIT (native/loomfuzz-interp.h, native/loomfuzz-exec.h) give
+    other outputs for the same modules: a finding of its own (a bug of one executor, or
+    poison / undefined behaviour the optimizer introduced that the JIT's code hides)."""
+
+    reference_output: str  # the JIT's
+    target_output: str  # the JIT's
+    ir_reference_output: str
+    ir_target_output: str
+    optimized_text: str
+    note: str
+    kind: str = "executor-disagreement"
+    stage: str = "executors"
+
+    @property
+    def detail(self) -> str:
+        return self.describe()
+
+    @property
+    def poison(self) -> bool:
+        """Poison reached a print in the IR executor's run of the optimized module."""
+        return printed_poison(self.ir_target_output)
+
+    def describe(self) -> str:
+        for side, ir, jit in (("original", self.ir_reference_output, self.reference_output),
+                              ("optimized module", self.ir_target_output, self.target_output)):
+            ir_lines, jit_lines = ir.splitlines(), jit.splitlines()
+            for k in range(max(len(ir_lines), len(jit_lines))):
+                a = ir_lines[k] if k < len(ir_lines) else "(nothing)"
+                b = jit_lines[k] if k < len(jit_lines) else "(nothing)"
+                if a != b:
+                    return f"{self.note}; {side}, line {k + 1}: IR executor {a!r}, JIT {b!r}"
+        return self.note
+
+
+Verdict = Union[Same, WrongCode, ReferenceFailed, TargetFailed, ExecutorsDisagree]
 
 
 def differences(layout: ExecLayout, reference: str, target: str) -> tuple[Difference, ...]:
@@ -201,7 +234,7 @@ def differences(layout: ExecLayout, reference: str, target: str) -> tuple[Differ
         at = next((k for k in range(len(fields)) if k >= len(got_fields) or got_fields[k] != fields[k]),
                   len(fields))
         column = columns[at] if at < len(columns) else "line length"
-        found[number] = Difference(index + 1, function, row, _vector(function, row), column,
+        found[number] = Difference(index + 1, function, row, row_inputs(function, row), column,
                                    fields[at] if at < len(fields) else "(end)",
                                    got_fields[at] if at < len(got_fields) else "(nothing)")
     if not found and len(out_lines) != len(ref_lines):  # extra lines after the reference's

@@ -42,9 +42,11 @@ def default_executor_kind() -> str:
         return "process"
 
 
-def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None = None) -> Executor:
+def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None = None,
+                  in_process: str = "ir", cross_check: float = 0.0) -> Executor:
     """The executor ``kind`` (None: :func:`default_executor_kind`; ``batch`` is the process
-    path, which batches anyway).  Raises ``harness.run.persistent.DriverError`` (one line)
+    path, which batches anyway; ``in_process``, ``cross_check``: the in-process judge's executor
+    and sampled share, harness.execute.inprocess).  Raises ``harness.run.persistent.DriverError`` (one line)
     for ``persistent`` without a driver."""
     kind = kind or default_executor_kind()
     if kind in ("process", "batch"):
@@ -53,5 +55,5 @@ def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None 
         # imported when asked for: the driver's modules are not every oracle's import
         from harness.execute.inprocess import InProcessExecutor
 
-        return InProcessExecutor(toolchain, driver=driver)
+        return InProcessExecutor(toolchain, driver=driver, executor=in_process, cross_check=cross_check)
     raise ValueError(f"the differential oracle runs with --runner persistent or process, not {kind!r}")

@@ -40,6 +40,7 @@ from harness.execute.differential import (
     Optimizer,
     OptimizerError,
     ReferenceFailed,
+    ExecutorsDisagree,
     Same,
     TargetFailed,
     WrongCode,
@@ -50,6 +51,7 @@ from harness.execute.process_executor import Executor
 from harness.execute.releases import for_release
 from harness.execute.render_exec import ExecRenderError, exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
+from harness.execute.twins import DEFAULT_TWINS, TwinPlan, plan_for, sampled, with_twins
 from harness.run.atomic import write_atomically
 from harness.run.persistent import DriverError
 from harness.run.expectations import Expectations
@@ -61,7 +63,7 @@ from harness.run.process import run_program
 from harness.run.target import Target
 from harness.run.runners import Program, Result, Runner
 
-__all__ = ["ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
+__all__ = ["DEFAULT_TWINS", "ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
            "check_oracle", "close_executors", "oracle_settings", "oracle_target", "verdict_record"]
 
 ORACLES = ("crash", "differential")
@@ -85,23 +87,44 @@ class OracleSettings:
     #: how programs are executed (harness.execute.executors): ``persistent`` (in process, the
     #: driver's --exec mode) or ``process`` (mlir-opt-22 + mlir-runner-22 processes)
     runner: str = "process"
+    #: in process: ``ir`` (the IR executor; the JIT confirms and falls in) or ``jit`` alone
+    in_process: str = "ir"
+    #: in process: the share of programs judged by both the IR executor and the JIT
+    cross_check: float = 0.02
+    #: the share of programs judged with constant twins (harness.execute.twins), and how many
+    #: twins of each function they get
+    twins: float = DEFAULT_TWINS
+    twin_rows: int = 2
+    #: every program with exactly these twins (triage: a finding's own plan), whatever ``twins``
+    twin_plan: TwinPlan | None = None
 
     def executor(self) -> Executor:
         """The executor of :attr:`runner`, one per settings (its drivers live per thread until
         :func:`close_executors` or the end of the process).  Raises ``DriverError``."""
+        key = (self.runner, self.toolchain, self.in_process, self.cross_check)  # what it depends on
         with _EXECUTORS_LOCK:
-            executor = _EXECUTORS.get(self)
+            executor = _EXECUTORS.get(key)
             if executor is None:
-                executor = _EXECUTORS[self] = make_executor(self.runner, self.toolchain)
+                executor = _EXECUTORS[key] = make_executor(self.runner, self.toolchain,
+                                                           in_process=self.in_process,
+                                                           cross_check=self.cross_check)
             return executor
 
+    def plan(self, canonical: str) -> TwinPlan | None:
+        """The program's constant twins: the fixed plan, or for the sampled share its own."""
+        if self.twin_plan is not None:
+            return self.twin_plan
+        return plan_for(canonical, self.twin_rows) if sampled(canonical, self.twins) else None
+
     def exec_text(self, canonical: str) -> str:
-        """The exec rendering of a canonical program as this optimizer's release parses it
-        (MLIR 15/16: without overflow flags, harness.execute.releases)."""
-        return for_release(exec_module(canonical), self.release)
+        """The exec rendering of a canonical program, with its twins (:meth:`plan`), as this
+        optimizer's release parses it (MLIR 15/16: without overflow flags,
+        harness.execute.releases)."""
+        text, plan = exec_module(canonical), self.plan(canonical)
+        return for_release(with_twins(text, plan) if plan else text, self.release)
 
 
-_EXECUTORS: dict[OracleSettings, Executor] = {}
+_EXECUTORS: dict[tuple, Executor] = {}
 _EXECUTORS_LOCK = threading.Lock()
 
 
@@ -140,15 +163,17 @@ def verdict_record(judgement) -> dict | None:
                                  "inputs": [list(i) for i in d.inputs], "column": d.column,
                                  "reference": d.reference, "target": d.target}
                                 for d in judgement.differences]}
-    if isinstance(judgement, (ReferenceFailed, TargetFailed)):
+    if isinstance(judgement, (ReferenceFailed, TargetFailed, ExecutorsDisagree)):
         return {"kind": judgement.kind, "stage": judgement.stage, "detail": judgement.detail}
     return None
 
 
 def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
-                    batch_size: int = DEFAULT_BATCH, runner: str | None = None) -> OracleSettings:
+                    batch_size: int = DEFAULT_BATCH, runner: str | None = None,
+                    twins: float = DEFAULT_TWINS) -> OracleSettings:
     """The settings for ``optimizer``, its release read once from its ``--version``;
-    ``runner`` None: persistent where the driver is built (``batch``: the process path).
+    ``runner`` None: persistent where the driver is built (``batch``: the process path);
+    ``twins``: the share of programs judged with constant twins.
 
     An optimizer of another release than the reference toolchain prints in that release's
     way; where it has the option, it prints dense elements as literals instead of hex,
@@ -161,7 +186,7 @@ def oracle_settings(optimizer: Optimizer, toolchain: Toolchain | None = None,
     if (mine and reference and mine.version != reference.version and mine.hex_elements_option
             and not any(a.startswith(f"--{HEX_ELEMENTS_OPTION}") for a in optimizer.extra_args)):
         optimizer = replace(optimizer, extra_args=(*optimizer.extra_args, f"--{HEX_ELEMENTS_OPTION}=-1"))
-    return OracleSettings(optimizer, toolchain, batch_size, release=release, runner=runner)
+    return OracleSettings(optimizer, toolchain, batch_size, release=release, runner=runner, twins=twins)
 
 
 def oracle_target(optimizer: Optimizer, timeout: float, expectations: Expectations | None = None) -> Target:
@@ -216,6 +241,14 @@ class DifferentialRunner(Runner):
         #: in process, the optimizer and the reference are the driver (a process only when
         #: the optimizer is another binary)
         self._processes = 5 if self.executor.kind == "process" else 0
+        self._twinned = 0  # programs judged with constant twins (harness.execute.twins)
+
+    def executor_summary(self) -> str | None:
+        counts = getattr(self.executor, "counts", None)  # in process: ExecutorCounts
+        parts = [counts.summary()] if counts is not None else []
+        if self.settings.twins or self.settings.twin_plan:
+            parts.append(f"constant twins in {self._twinned} of {self.stats.programs} programs")
+        return "; ".join(parts) or None
 
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
         window: list[Future] = []
@@ -248,6 +281,9 @@ class DifferentialRunner(Runner):
         for k, program in enumerate(batch):
             try:
                 exec_text = self.settings.exec_text(program.text)
+                if self.settings.plan(program.text) is not None:
+                    with self._lock:
+                        self._twinned += 1
             except ExecRenderError as error:
                 results[k] = self._plain(program, "", f"not a P1-P24 program: {error}")
                 continue
@@ -282,7 +318,7 @@ class DifferentialRunner(Runner):
         if isinstance(verdict, WrongCode):  # confirmed alone: deterministic or not a finding
             verdict = self.executor.judge(exec_text, self.settings.optimizer)
             self._count(self._processes)  # the same, for this program alone
-        optimized = verdict.optimized_text if isinstance(verdict, WrongCode) else ""
+        optimized = verdict.optimized_text if isinstance(verdict, (WrongCode, ExecutorsDisagree)) else ""
         outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, optimized, getattr(verdict, "stderr", ""),
                           0.0, "exit status 0")
         if isinstance(verdict, Same):
@@ -292,6 +328,8 @@ class DifferentialRunner(Runner):
             why = f"wrong-code: {verdict.describe()}"
         elif isinstance(verdict, ReferenceFailed):
             why = f"reference-failure ({verdict.stage}): {verdict.detail}"
+        elif isinstance(verdict, ExecutorsDisagree):
+            why = f"executor-disagreement: {verdict.describe()}"
         else:
             why = f"target-failure ({verdict.stage}): {verdict.detail}"
         finding = OracleVerdict(outcome, "same values", True, why[:300], "", verdict.kind,
@@ -318,7 +356,7 @@ def write_sidecars(directory, name: str, verdict: OracleVerdict) -> None:
     d.mkdir(parents=True, exist_ok=True)
     if verdict.exec_text:
         write_atomically(d / f"{name}.exec.mlir", verdict.exec_text)
-    if isinstance(verdict.judgement, WrongCode):
+    if isinstance(verdict.judgement, (WrongCode, ExecutorsDisagree)):
         write_atomically(d / f"{name}.optimized.mlir", verdict.judgement.optimized_text)
 
 

@@ -36,8 +36,8 @@ from typing import Callable
 
 from harness.execute import inputs
 
-__all__ = ["ExecFunction", "ExecLayout", "ExecRenderError", "EXEC_STYLE", "EXTERN_SCALE", "exec_module", "exec_renderer", "program_renderer",
-           "style_error", "layout_of"]
+__all__ = ["ExecFunction", "ExecLayout", "ExecRenderError", "EXEC_STYLE", "EXTERN_SCALE", "exec_module", "exec_renderer",
+           "program_renderer", "row_inputs", "style_error", "layout_line", "layout_of"]
 
 #: The body given to ``llvm.func @extern_scale`` (declared only in the program).
 EXTERN_SCALE = """llvm.func @extern_scale(%x: i32) -> i32 {
@@ -71,10 +71,31 @@ class ExecFunction:
     thread: str  # the thread it belongs to
     arg_types: tuple[str, ...]  # "i32", "i1" or "memref"
     results: tuple[str, ...]  # one name per printed result (%icall, %r0, %r1#0, ...)
+    #: a constant twin's (harness.execute.twins): the function it twins, its rows, and the
+    #: argument positions that are compile-time constants there
+    twin_of: str = ""
+    rows: tuple[int, ...] = ()  # () : every row of the table
+    constant_args: tuple[int, ...] = ()
 
     @property
     def takes_memory(self) -> bool:
         return "memref" in self.arg_types
+
+
+def row_inputs(function: ExecFunction, row: int) -> tuple[tuple[str, object], ...]:
+    """What ``main`` passes ``function`` in ``row``: (argument kind, value) per argument, the
+    buffer's cells for a memref (harness.execute.inputs)."""
+    out, i32s, flags = [], 0, 0
+    for kind in function.arg_types:
+        if kind == "i32":
+            out.append((kind, inputs.I32[row][i32s % inputs.COLUMNS]))
+            i32s += 1
+        elif kind == "i1":
+            out.append((kind, inputs.FLAGS[row][flags % inputs.COLUMNS]))
+            flags += 1
+        else:
+            out.append((kind, list(inputs.MEMORY[row])))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,7 @@ class ExecLayout:
 
     @property
     def lines(self) -> int:
-        return len(self.functions) * self.rows
+        return sum(len(f.rows) if f.rows else self.rows for f in self.functions)
 
 
 # ------------------------------------------------------------------ reading the program
@@ -444,10 +465,7 @@ def exec_module(canonical: str) -> str:
         names = tuple(f"#{k}" for k in range(len(region.yield_types)))
         functions.append((ExecFunction(symbols[id(region)], "region", region.graph_name, owner,
                                        tuple(_kind(t) for t in types), names), types))
-    layout = "".join(
-        f"{_LAYOUT} {n} @{f.symbol} {f.kind} {_quote(f.name)} {_quote(f.thread)} "
-        f"args={','.join(f.arg_types)} results={','.join(f.results)}\n"
-        for n, (f, _) in enumerate(functions))
+    layout = "".join(layout_line(n, f) for n, (f, _) in enumerate(functions))
     preamble_text = "".join(line + "\n" for line in preamble)
     preamble_text = re.sub(r"^llvm\.func @extern_scale\(i32\) -> i32\n", EXTERN_SCALE, preamble_text,
                            flags=re.M)
@@ -499,21 +517,32 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def layout_line(number: int, f: ExecFunction) -> str:
+    """The ``// loomfuzz-exec`` comment that records one function of the layout."""
+    twin = (f" twin=@{f.twin_of} rows={','.join(map(str, f.rows))} "
+            f"constants={','.join(map(str, f.constant_args))}" if f.twin_of else "")
+    return (f"{_LAYOUT} {number} @{f.symbol} {f.kind} {_quote(f.name)} {_quote(f.thread)} "
+            f"args={','.join(f.arg_types)} results={','.join(f.results)}{twin}\n")
+
+
 _LAYOUT_LINE = re.compile(rf'^{_LAYOUT} (\d+) @(\S+) (thread|region) "((?:[^"\\]|\\.)*)" '
-                          r'"((?:[^"\\]|\\.)*)" args=(\S*) results=(\S*)$', re.M)
+                          r'"((?:[^"\\]|\\.)*)" args=(\S*) results=(\S*)'
+                          r'(?: twin=@(\S+) rows=(\S*) constants=(\S*))?$', re.M)
 
 
 def layout_of(exec_text: str) -> ExecLayout:
     """The layout an exec module's ``// loomfuzz-exec`` comments record."""
     functions = []
     for match in _LAYOUT_LINE.finditer(exec_text):
-        number, symbol, kind, name, thread, args, results = match.groups()
+        number, symbol, kind, name, thread, args, results, twin_of, rows, constants = match.groups()
         if int(number) != len(functions):
             raise ExecRenderError(f"exec layout: function {number} out of order")
         unquote = lambda s: re.sub(r"\\(.)", r"\1", s)  # noqa: E731
         functions.append(ExecFunction(symbol, kind, unquote(name), unquote(thread),
                                       tuple(a for a in args.split(",") if a),
-                                      tuple(r for r in results.split(",") if r)))
+                                      tuple(r for r in results.split(",") if r), twin_of or "",
+                                      tuple(int(r) for r in (rows or "").split(",") if r),
+                                      tuple(int(c) for c in (constants or "").split(",") if c)))
     if not functions:
         raise ExecRenderError("not an exec module: no '// loomfuzz-exec' layout comments")
     return ExecLayout(tuple(functions))

@@ -113,6 +113,10 @@ def _throughput_lines(options: FuzzOptions, result: CampaignResult) -> list[str]
     persistent = options.runner is RunnerKind.PERSISTENT
     if persistent and options.oracle is OracleKind.DIFFERENTIAL:
         lines.append("  executed:    in process (the driver's --exec mode)")
+        for worker in result.workers:
+            if worker.executors:
+                lines.append(f"  executors:   {worker.executors}" +
+                             (f" ({worker.worker})" if len(result.workers) > 1 else ""))
     elif persistent and result.restarts is None:
         lines.append("  persistent:  on (driver restarts not reported: no worker summary seen)")
     elif persistent:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import NoReturn, Optional, Sequence
 
 from harness.core import typed_json
+from harness.execute.twins import DEFAULT_TWINS
 
 __all__ = [
     "CoverageKind",
@@ -112,6 +113,7 @@ class FuzzOptions:
     optimizer: Optional[str] = None  # the optimizer under test
     reference_runner: Optional[str] = None  # the trusted runner
     runtime_library: Optional[str] = None  # the runner's runtime library
+    twins: float = DEFAULT_TWINS  # the share of programs judged with constant twins (harness.execute.twins)
     # -- where results go
     artifacts: Optional[Path] = None  # findings (-artifact_prefix=ARTIFACTS/)
     summary: Optional[Path] = None  # each worker appends its summary record here

@@ -222,7 +222,8 @@ class ProgramFuzzer:
             result.write_finding(self.directory, name, target, describe_grammar(self.grammar, program),
                                  suffix=suffix)
             # the differential oracle's kinds are its own: its outcome is the optimizer's exit 0
-            differential = verdict.kind in ("wrong-code", "reference-failure", "target-failure")
+            differential = verdict.kind in ("wrong-code", "reference-failure", "target-failure",
+                                            "executor-disagreement")
             kind = verdict.kind if differential else outcome.kind.value
             self.findings[kind] += 1
             self.finding_files.append(os.path.join(self.directory, name + ".json"))
@@ -258,6 +259,7 @@ class ProgramFuzzer:
             restart_reasons=dict(sorted(reasons.items())),
             persistent=tuple(stats.describe() for _, stats in workers),
             edges=self.bridge.edges_seen if self.bridge is not None else None,
+            executors=self.runner.executor_summary() if self.runner is not None else None,
         )
 
     def summary(self) -> None:
@@ -326,7 +328,8 @@ def _differential_runner(options: FuzzOptions):
                           timeout=options.timeout)
     toolchain = Toolchain(runner=options.reference_runner or Toolchain.runner,
                           runtime_library=options.runtime_library or DEFAULT_RUNTIME)
-    settings = oracle_settings(optimizer, toolchain, runner=options.runner.value)  # persistent: in process
+    settings = oracle_settings(optimizer, toolchain, runner=options.runner.value,  # persistent: in process
+                               twins=options.twins)
     try:
         check_oracle(settings)
     except OracleError as error:

@@ -122,6 +122,7 @@ class SweepResult:
     jobs: int = 1
     executions: int = 0  # programs sent to the target by this call, confirmations included
     restarts: str | None = None  # driver restarts: total (reasons; per worker)
+    executors: str | None = None  # the differential judge's executors (Runner.executor_summary)
     batch_size: int = 0  # the last batch size used (batch runner)
     automatic: bool = True
     interrupted: bool = False
@@ -253,6 +254,7 @@ def run_sweep(
     result.processes = runner.stats.processes
     result.executions = runner.stats.executions
     result.restarts = runner.stats.describe_restarts() if runner.kind != "process" else None
+    result.executors = runner.executor_summary()
     if sizer is not None:
         result.batch_size = sizer.size
         result.automatic = sizer.fixed is None
@@ -281,6 +283,8 @@ def format_summary(result: SweepResult, command: str = "sweep", shown: int = 20)
                  f"{result.programs_per_second:,.1f} programs/s over {result.seconds:.1f} s")
     if result.restarts is not None:
         lines.append(f"  restarts:   {result.restarts}")
+    if result.executors:
+        lines.append(f"  executors:  {result.executors}")
     if result.interrupted:
         lines.append(f"  interrupted: {result.programs - sum(result.outcomes.values()):,} programs "
                      "not run yet; the same command resumes")

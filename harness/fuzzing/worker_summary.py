@@ -45,6 +45,7 @@ class WorkerSummary:
     persistent: tuple[str, ...] = ()  # persistent: each driver's description
     edges: Optional[int] = None  # --coverage afl: distinct edges seen
     programs_checked: Optional[int] = None  # the self-fuzz target: distinct programs checked
+    executors: Optional[str] = None  # the differential judge in process: what each executor did
 
     @property
     def exec_per_second(self) -> float:
@@ -65,6 +66,8 @@ class WorkerSummary:
             text += f"; time in target: {self.in_target:.3f} s"
         for description in self.persistent:
             text += f"; persistent: {description}"
+        if self.executors:
+            text += f"; executors: {self.executors}"
         if self.edges is not None:
             text += f"; coverage: {self.edges} edges seen"
         return text

@@ -146,6 +146,11 @@ class Runner:
     #: one line for the user about how this runner was chosen (a fallback), or None
     note: str | None = None
 
+    def executor_summary(self) -> str | None:
+        """How programs were executed, one line for the summary (the differential oracle's
+        in-process executors), or None."""
+        return None
+
     def __init__(self, target: Target, *, judge: Judge = judge, jobs: int = 1) -> None:
         self.target = target
         self.judge = judge

@@ -273,6 +273,19 @@ def bucket_suffix(bucket, suffix: str) -> str:
     return suffix if bucket["oracle"] == "crash" else ".mlir"
 
 
+def lit_config(bucket_id: int) -> str:
+    """The ``lit.cfg.py`` beside a bucket's ``regression.mlir``: ``lit bucket-N`` runs it
+    (and nothing else of the folder) as LLVM's regression tests run."""
+    return ("# lit.cfg.py: `lit bucket-%d` runs regression.mlir (LLVM's lit, pip install lit)\n"
+            "import lit.formats\n\n"
+            "config.name = 'loomfuzz bucket %d'\n"
+            "config.test_format = lit.formats.ShTest()\n"
+            "config.suffixes = ['.mlir']\n"
+            "config.excludes = ['minimized.mlir', 'input.mlir']\n"
+            "config.test_source_root = config.test_exec_root = __import__('os').path.dirname(__file__)\n"
+            % (bucket_id, bucket_id))
+
+
 def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, suffix: str, run_id: int | None = None) -> dict:
     """Write every bucket's files, report.md, report.json and report.html; return the report
     data (``suffix``: the grammar's program suffix, :func:`bucket_suffix`)."""
@@ -286,6 +299,8 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, suffix: str, run_
                                ("observed.txt", b["observed_output"])):
                 if text is not None:
                     _write(d / name, text)
+            if b["lit_test"] is not None:
+                _write(d / "lit.cfg.py", lit_config(b["id"]))
             if b["oracle"] == "divergence":
                 details = json.loads(b["details"] or "{}")
                 _write(d / "input.mlir", details.get("input") or b["minimized_text"])

@@ -37,8 +37,9 @@ from harness.checker import check_text
 from harness.execute.differential import Verdict, WrongCode
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError, _split_list
+from harness.execute.render_exec import ExecRenderError, _split_list, layout_of
 from harness.execute.toolchain import LOWERING
+from harness.execute.twins import expected_output
 from harness.triage.oracle_runs import sidecar_kind, stop_point
 
 __all__ = ["KINDS", "culprit_pass", "left_to_the_oracle", "lit_test",
@@ -126,6 +127,9 @@ def verdict_of(text: str, settings: OracleSettings, pipeline: str, *, confirm: b
         exec_text = settings.exec_text(text)
     except (InterpretError, ExecRenderError):
         return None
+    layout = layout_of(exec_text)
+    if any(f.twin_of for f in layout.functions):  # the twins print their rows' values again
+        reference = expected_output(layout, reference)
     optimizer = replace(settings.optimizer, pipeline=pipeline)
     executor = settings.executor()
     verdict = executor.judge(exec_text, optimizer, reference_output=reference)

@@ -27,8 +27,9 @@ stops the same way for every oracle); this module is wrong code's part:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
 
 from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
@@ -36,12 +37,14 @@ from harness.core.reduce import minimize
 from harness.core.render import render
 from harness.execute.differential import TargetFailed, WrongCode
 from harness.execute.oracle import OracleSettings
+from harness.execute.render_exec import ExecRenderError
+from harness.execute.twins import TwinPlan, plan_of
 from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, minimized_fields,
                                         run_oracle_triage)
 from harness.triage.wrong_code import KINDS, culprit_pass, lit_test, signature_of, verdict_of
 
-__all__ = ["ORACLE", "WrongCodeTriage", "run_wrong_code_triage"]
+__all__ = ["ORACLE", "WrongCodeTriage", "run_wrong_code_triage", "twin_plans"]
 
 #: The database's name for this triage (harness.triage.schema).
 ORACLE = "differential"
@@ -60,6 +63,14 @@ class WrongCodeTriage:
     settings: OracleSettings
     grammar: CompiledGrammar
     name: str = ORACLE
+    #: each finding's constant twins (program text -> plan, from its NAME.exec.mlir): a
+    #: finding is reproduced, bisected and minimized with the twins it was found with, and
+    #: a program without is judged without (never the share drawn again from a changed text)
+    plans: dict[str, TwinPlan] = field(default_factory=dict)
+
+    def settings_for(self, twins: str | None) -> OracleSettings:
+        """The settings with exactly the twins ``twins`` (a plan's text; None: none)."""
+        return replace(self.settings, twins=0.0, twin_plan=TwinPlan.parse(twins) if twins else None)
 
     def target_json(self) -> dict:
         return {"name": ORACLE, "argv": self.settings.optimizer.argv(), "render": "exec",
@@ -67,7 +78,9 @@ class WrongCodeTriage:
 
     def judge(self, text: str) -> Judged:
         """Stage 1: reproduce under the whole pipeline, then bisect it."""
-        settings = self.settings
+        plan = self.plans.get(text)
+        twins = plan.text() if plan else None
+        settings = self.settings_for(twins)
         pipeline = settings.optimizer.pipeline or ""
         verdict = verdict_of(text, settings, pipeline)
         kind = _kind_of(verdict)
@@ -76,15 +89,17 @@ class WrongCodeTriage:
             return Judged(None, f"does not reproduce: {why}")
         culprit, prefix = culprit_pass(lambda p: _kind_of(verdict_of(text, settings, p)) == kind, pipeline)
         reason = verdict.describe() if isinstance(verdict, WrongCode) else f"{verdict.stage}: {verdict.detail}"
-        return Judged(kind, reason[:300], {"kind": kind, "culprit": culprit, "pipeline": prefix})
+        return Judged(kind, reason[:300], {"kind": kind, "culprit": culprit, "pipeline": prefix, "twins": twins})
 
     def group_of(self, details: dict) -> tuple:
-        return details["kind"], details["culprit"]
+        return details["kind"], details["culprit"]  # a bug, whatever twins showed it
 
     def minimize(self, group: Group, max_evaluations: int) -> OracleBucket:
         """Stage 2: the group's program minimized, judged (confirmed) and described as a bucket."""
-        settings, grammar = self.settings, self.grammar
+        grammar = self.grammar
         kind, culprit = group.key
+        twins = group.details.get("twins")  # the smallest member's: it is the one minimized
+        settings = self.settings_for(twins)
         pipeline = group.details["pipeline"]
 
         def gives_kind(text: str) -> bool:
@@ -108,7 +123,7 @@ class WrongCodeTriage:
         wrong = isinstance(verdict, WrongCode)
         signature = f"{culprit or WHOLE_PIPELINE} | {signature_of(exec_text, verdict)}"
         first = verdict.first if wrong else None
-        details = {"pipeline": pipeline}
+        details = {"pipeline": pipeline, "twins": twins or None}
         if wrong:
             details["first_difference"] = verdict.describe()
             if first is not None:
@@ -129,4 +144,18 @@ class WrongCodeTriage:
 def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
                           log: Callable[[str], None] | None = None) -> OracleSummary:
     """Both stages over the differential findings ``config.findings`` (see the module docstring)."""
-    return run_oracle_triage(config, WrongCodeTriage(settings, config.grammar), log=log)
+    return run_oracle_triage(config, WrongCodeTriage(settings, config.grammar, plans=twin_plans(config.findings)),
+                             log=log)
+
+
+def twin_plans(findings: Sequence[Path]) -> dict[str, TwinPlan]:
+    """The twins each finding was judged with, read from its ``NAME.exec.mlir`` sidecar."""
+    plans = {}
+    for path in findings:
+        try:
+            plan = plan_of(Path(path).with_suffix(".exec.mlir").read_text())
+        except (OSError, ValueError, ExecRenderError):
+            continue  # no sidecar (a program of the user's own): judged without twins
+        if plan is not None:
+            plans[Path(path).read_text(errors="replace")] = plan
+    return plans
