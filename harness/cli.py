@@ -21,7 +21,7 @@ COMMANDS = {
     "plot": "draw campaigns' stats.csv as PNG charts with an index.html",
     "enumerate": "count, write or run every program of the grammar by its index (exhaustive sweeps)",
     "eval": "print what each program's exec rendering prints, by the reference interpreter",
-    "coverage": "grammar coverage (k-path, k=1 and 2) of a corpus of fuzz inputs and .mlir files",
+    "coverage": "grammar coverage (k-path, k=1 and 2) of a corpus of fuzz inputs and .mlir files; --edges: edge-value operand coverage",
     "merge": "merge the shard folders of a sweep or campaign into one summary",
 }
 
