@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,29 @@ def build_c(source: Path, out: Path) -> str:
     if proc.returncode != 0:
         pytest.fail(f"cc failed to build {source}:\n{proc.stderr}")
     return str(out)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full-samples", action="store_true",
+                     help="run the sampled tests at the issues' full sizes (10,000 programs through the "
+                          "checker, 50,000 mutations, 300 wide programs per pipeline...): minutes more; "
+                          "the suite's default sizes keep it near ten minutes on two cores")
+
+
+@dataclass(frozen=True)
+class Samples:
+    """How many programs (mutations, runs) a sampled test takes: the suite's size, or with
+    ``--full-samples`` the size its issue asked for (the same test, the same assertions)."""
+
+    full: bool
+
+    def __call__(self, suite: int, full: int) -> int:
+        return full if self.full else suite
+
+
+@pytest.fixture(scope="session")
+def samples(request: pytest.FixtureRequest) -> Samples:
+    return Samples(bool(request.config.getoption("--full-samples")))
 
 
 @pytest.fixture(scope="session")

@@ -163,19 +163,20 @@ def test_fork_mode_collects_findings_in_one_folder(fake_loom_opt, tmp_path):
     assert executions(result.stdout) >= 300
 
 
-def test_self_fuzz_finds_nothing(tmp_path):
+def test_self_fuzz_finds_nothing(tmp_path, samples):
     corpus, artifacts = tmp_path / "corpus", tmp_path / "artifacts"
-    result = loomfuzz("fuzz", "--self", "--runs", 8000, "--seed", 3,
+    runs = samples(3000, 8000)
+    result = loomfuzz("fuzz", "--self", "--runs", runs, "--seed", 3,
                       "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "grammar_fuzzer.py" in result.stderr
-    assert executions(result.stdout) == 8000
+    assert executions(result.stdout) == runs
     assert crash_files(artifacts) == []
     assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
         "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
     assert "findings:    none" in result.stdout
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")
-    assert record.executions == 8000 and record.programs_checked > 0
+    assert record.executions == runs and record.programs_checked > 0
 
 
 def test_time_limit_ends_cleanly_with_a_summary(fake_loom_opt, tmp_path):

@@ -29,7 +29,7 @@ LOCAL_CLUSTER = SLURM / "local-cluster.sh"
 
 SLICE = ["--start", "0", "--count", "4000"]  # about 320 crashes of the segv plant
 TARGET = ["--pass-args=--plant=segv"]  # deterministic (no flaky plant): two runs agree
-CAMPAIGN_SECONDS = 60
+CAMPAIGN_SECONDS = 30  # enough for both workers to find the segv plant (so at load 5 too)
 
 
 # ------------------------------------------------------------------ helpers
