@@ -36,6 +36,18 @@ same values) and the IR executor's values must be the Python interpreter's.
 interpreter's values as the reference) with the IR executor and with the JIT
 alone, interleaved by batches of B: milliseconds per judgement, same verdicts.
 
+``--triage-findings`` runs (e) instead: wrong-code triage per finding, before and after.
+``loomfuzz run --oracle differential --twins 1`` (in process) on N programs of seed S through
+``--pipeline`` (default :data:`FINDINGS_PIPELINE`, where MLIR 22 has real wrong code) gives
+the findings; each of the first ``--findings`` wrong-code ones is triaged alone (reproduce,
+bisect, minimize with ``--max-candidates``; harness.triage.wrong_code_triage) with
+``--runner process`` and with ``--runner persistent``, one after the other, each into a
+database of its own: seconds per finding of each, the ratio, and whether both gave the same
+bucket (kind, signature) and the same minimized program.  (A minimization may part ways
+where a candidate's optimized module prints poison: the IR executor says poison, the
+driver's JIT and ``mlir-runner-22`` each print what their code leaves there, so one judge
+may see wrong code where the other sees an executor disagreement.)
+
 ``--agreement-only`` runs (a) alone, ``--judge-only`` (b) alone.  The issue's sizes are 10,000
 programs for (a) and 20,000 per pipeline for (b);
 default N is 2,000; ``--quick`` is 96 programs, one pipeline, batches of 24.
@@ -69,6 +81,9 @@ PIPELINES = (
     "builtin.module(remove-dead-values)",
     "builtin.module(arith-expand,canonicalize)",
 )
+
+
+FINDINGS_PIPELINE = "builtin.module(arith-int-range-narrowing{int-bitwidths-supported=8,16,32},canonicalize)"
 
 
 IR_PIPELINES = (
@@ -191,6 +206,64 @@ def bench_triage(args) -> int:
     return 0 if same else 1
 
 
+def bench_triage_findings(args) -> int:
+    """(e): wrong-code triage per finding, through processes and in process, side by side."""
+    import json
+    import subprocess
+    import tempfile
+
+    from harness.execute.oracle import close_executors, oracle_settings
+    from harness.triage.crashdb import TriageDB
+    from harness.triage.oracle_runs import OracleRunConfig
+    from harness.triage.wrong_code_triage import run_wrong_code_triage
+
+    pipeline = (args.pipeline or [FINDINGS_PIPELINE])[0]
+    grammar = load_grammar(None, args.profile)
+    work = Path(tempfile.mkdtemp(prefix="bench-exec-triage-"))
+    started = time.perf_counter()
+    found = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--profile", args.profile, "--oracle",
+                            "differential", "--pipeline", pipeline, "-n", str(args.count), "--seed", str(args.seed),
+                            "--twins", "1", "--runner", "persistent", "--artifacts", str(work / "found"),
+                            "--no-progress"], cwd=ROOT, capture_output=True, text=True)
+    hunt = time.perf_counter() - started
+    findings = [p.with_suffix(".mlir") for p in sorted((work / "found").glob("crash-*.json"))
+                if json.loads(p.read_text()).get("finding_kind") == "wrong-code"][:args.findings]
+    print(f"(e) {args.count} {args.profile} programs, seed {args.seed}, {pipeline}, --twins 1: "
+          f"{len(findings)} wrong-code finding(s) triaged (run in process: {hunt:.1f} s, exit {found.returncode})")
+    if not findings:
+        print(found.stderr[-2000:], file=sys.stderr)
+        return 1
+    wall, buckets = Counter(), {"process": [], "persistent": []}
+    for k, finding in enumerate(findings):
+        for runner in ("process", "persistent"):
+            settings = oracle_settings(Optimizer(pipeline=pipeline), runner=runner)
+            db = work / f"{runner}-{k}.db"
+            config = OracleRunConfig([finding], grammar, db_path=str(db), out_dir=None, jobs=1,
+                                     max_evaluations=args.max_candidates, progress=False)
+            t = time.perf_counter()
+            run_wrong_code_triage(config, settings, log=lambda message: None)
+            wall[runner] += time.perf_counter() - t
+            with TriageDB(str(db)) as opened:
+                buckets[runner] += [(b["kind"], b["signature"], b["minimized_text"], b["min_evaluations"])
+                                    for b in opened.buckets("differential")]
+        print(f"  finding {k + 1}/{len(findings)}: process {wall['process']:.1f} s, in process "
+              f"{wall['persistent']:.1f} s so far", file=sys.stderr)
+    close_executors()
+    n = len(findings)
+    pairs = list(zip(buckets["process"], buckets["persistent"]))
+    signatures = sum(a[:2] == b[:2] for a, b in pairs)
+    programs = sum(a[2] == b[2] for a, b in pairs)
+    candidates = sum(b[3] or 0 for b in buckets["process"])
+    print(f"(e) wrong-code triage per finding (reproduce, bisect, minimize; up to {args.max_candidates} "
+          f"candidates, {candidates / n:.0f} on average): process path {wall['process'] / n:.2f} s, in process "
+          f"{wall['persistent'] / n:.2f} s ({wall['process'] / wall['persistent']:.1f}x); the same bucket "
+          f"(kind, signature) {signatures} of {n}, the same minimized program {programs} of {n}")
+    for a, b in pairs:
+        same = "same program" if a[2] == b[2] else f"minimized to {len(a[2])} / {len(b[2])} characters"
+        print(f"    {b[0]}: {b[1]} ({same})")
+    return 0 if signatures == n == len(pairs) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", "--count", type=int, default=2000, help="programs (default 2000)")
@@ -212,7 +285,16 @@ def main() -> int:
                         help="(c) alone: the IR executor against the JIT and crash-only optimization")
     parser.add_argument("--triage", action="store_true",
                         help="(d) alone: wrong-code triage's judgements, IR executor against the JIT")
+    parser.add_argument("--triage-findings", action="store_true",
+                        help="(e) alone: wrong-code triage per finding, process path against in process")
+    parser.add_argument("--findings", type=int, default=4, help="(e): wrong-code findings triaged (default 4)")
+    parser.add_argument("--max-candidates", type=int, default=150,
+                        help="(e): minimization candidates per finding (default 150, as triage's default)")
     args = parser.parse_args()
+    if args.triage_findings:
+        if args.quick:
+            args.count, args.findings, args.max_candidates = 400, 2, 40
+        return bench_triage_findings(args)
     if args.triage:
         if args.quick:
             args.count, args.batch = 40, 20

@@ -12,6 +12,7 @@ driver .ci/setup builds for the default rule.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -188,3 +189,94 @@ def test_mlir_opt_22_triage_through_its_driver_records_what_processes_do(mlir_op
     assert counts["process"] == (12, Counter(tool=12))
     assert counts["persistent"][0] == 12 and counts["persistent"][1] == Counter(driver=counts["persistent"][1]["driver"])
     assert 1 <= counts["persistent"][1]["driver"] <= 2
+
+
+# ------------------------------------------- divergence triage under --oracle differential
+
+ZERO_TRIP_WIDE = Path(__file__).parent / "programs" / "upstream_mlir16_sccp_zero_trip_wide.mlir"
+SCCP = "builtin.module(canonicalize,cse,sccp)"
+
+
+def _loomfuzz(*args: str, env: dict) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+
+
+def test_divergence_triage_judges_values_with_the_runner_it_is_given(tmp_path):
+    """MLIR 16's zero-trip sccp fold against mlir-opt-22 (tests/test_divergence.py), a values
+    divergence, triaged through --runner process and --runner persistent: the same bucket
+    and minimized program, and the persistent one starts no lowering or runner process and
+    runs mlir-opt-22 only for what the driver is not (its --version), with the reference build
+    mlir-opt-16 the one process per judgement.  Every start is counted by shims on PATH."""
+    import shutil
+
+    from harness.run.persistent import DRIVER_ENV, default_driver_path
+
+    driver_binary = os.environ.get(DRIVER_ENV) or str(default_driver_path())
+    if not os.access(driver_binary, os.X_OK):
+        pytest.fail(f"no persistent MLIR driver at {driver_binary}: run `bash .ci/setup`")
+    shims, execs = tmp_path / "bin", tmp_path / "execs.log"
+    shims.mkdir()
+    for name in ("mlir-opt-22", "mlir-opt-16", "mlir-runner-22"):
+        real = shutil.which(name) or pytest.fail(f"{name} is not on PATH (bash .ci/setup installs it)")
+        (shims / name).write_text(f'#!/bin/sh\necho {name} >> "{execs}"\nexec "{real}" "$@"\n')
+        (shims / name).chmod(0o755)
+    _, driver = _wrappers(tmp_path, execs, "true", f'"{driver_binary}"')
+    env = {"PATH": f"{shims}:{os.environ['PATH']}", DRIVER_ENV: str(driver)}
+    common = ("--profile", "wide", "--oracle", "differential", "--mlir-opt", "mlir-opt-22", "--pipeline", SCCP,
+              "--reference-mlir-opt", "mlir-opt-16", "--compare", "values", "--no-progress")
+    found = _loomfuzz("run", str(ZERO_TRIP_WIDE), *common, "--artifacts", str(tmp_path / "a"), env=env)
+    assert found.returncode == 1, found.stderr[-2000:]
+    records, counts = {}, {}
+    for kind in ("process", "persistent"):
+        execs.unlink(missing_ok=True)
+        out = tmp_path / kind
+        done = _loomfuzz("triage", str(tmp_path / "a"), *common, "--runner", kind, "--max-candidates", "12",
+                         "--out", str(out), env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "note:" not in done.stderr, done.stderr  # nothing fell back
+        with TriageDB(str(out / "triage.db")) as db:
+            (bucket,) = db.buckets("divergence")
+            details = json.loads(bucket["details"])
+            records[kind] = (bucket["kind"], bucket["signature"], bucket["minimized_text"], bucket["count"],
+                             bucket["min_evaluations"], details["aspect"], details["kinds"],
+                             details["first_difference"], bucket["observed_output"], bucket["reference_output"])
+        counts[kind] = Counter(execs.read_text().split())
+    process, persistent = counts["process"], counts["persistent"]
+    assert records["persistent"] == records["process"]
+    assert records["process"][5:7] == ("values", "accepted/accepted") and records["process"][4] >= 5
+    # the reference build is a process per judgement either way: the same judgements
+    assert persistent["mlir-opt-16"] == process["mlir-opt-16"] >= 6
+    assert persistent["mlir-runner-22"] == 0 and process["mlir-runner-22"] >= 10, (process, persistent)
+    assert 1 <= persistent["driver"] <= 2, persistent
+    # beside the reference build's: mlir-opt-22's --version and pre-flight probes, the drivers
+    mine = {kind: sum(n for name, n in c.items() if name != "mlir-opt-16") for kind, c in counts.items()}
+    assert mine["process"] >= 5 * mine["persistent"], (process, persistent)
+    print(f"process starts: --runner process {dict(process)}, --runner persistent {dict(persistent)}")
+
+
+def test_divergence_values_say_in_one_line_where_they_fall_back():
+    """The persistent runner with a primary build that is not the driver's libMLIR: that build
+    runs as a process (said), the values still in process; another reference runner: all by
+    processes (said); --runner process: processes, nothing to say."""
+    from dataclasses import replace
+
+    from harness.execute.differential import Optimizer
+    from harness.execute.oracle import oracle_settings
+    from harness.execute.two_builds import exec_divergence_settings
+
+    persistent = oracle_settings(Optimizer("mlir-opt-19", SCCP), runner="persistent")
+    settings = exec_divergence_settings("mlir-opt-16", persistent, "values")
+    assert settings.run_primary is None and settings.execute_all is not None
+    assert "mlir-opt-19" in settings.note and "runs as a process" in settings.note and "\n" not in settings.note
+    other = oracle_settings(Optimizer("mlir-opt-22", SCCP), replace(persistent.toolchain, runner="mlir-runner-19"),
+                            runner="persistent")
+    settings = exec_divergence_settings("mlir-opt-16", other, "values")
+    assert settings.run_primary is None and settings.execute_all is None
+    assert "executed by processes" in settings.note and "mlir-runner-19" in settings.note
+    process = oracle_settings(Optimizer("mlir-opt-22", SCCP), runner="process")
+    settings = exec_divergence_settings("mlir-opt-16", process, "values")
+    assert (settings.run_primary, settings.execute_all, settings.note) == (None, None, None)

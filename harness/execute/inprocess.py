@@ -336,7 +336,8 @@ class InProcessExecutor:
         """Programs judged by the process path after the driver died on them."""
         return self.counts.process
 
-    def _driver(self, pass_args: tuple[str, ...]) -> ExecDriver:
+    def driver(self, pass_args: tuple[str, ...] = ()) -> ExecDriver:
+        """This thread's driver started with ``pass_args`` (its pipeline; none: it only executes)."""
         drivers: OrderedDict = getattr(self._local, "drivers", None)
         if drivers is None:
             drivers = self._local.drivers = OrderedDict()
@@ -368,7 +369,7 @@ class InProcessExecutor:
             pass_args = ()
             optimized = list(optimize_all(optimizer, texts))
         live = [k for k in range(len(texts)) if not isinstance(optimized[k], TargetFailed)]
-        driver = self._driver(pass_args)
+        driver = self.driver(pass_args)
         # a known reference (the interpreter's, in triage) is not executed again
         results = driver.execute([(texts[k], optimized[k], not isinstance(refs[k], str),
                                    self._flags(texts[k])) for k in live])

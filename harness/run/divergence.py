@@ -24,6 +24,12 @@ run side by side through two runners of their own (batches or one process per
 program; never the persistent driver, which is libMLIR 22 and not the binary
 named), and every divergence is confirmed by a run of each build alone in a fresh
 process (:func:`judge_alone`) before it is a finding.
+
+How a build's program runs alone and how outputs are executed are the settings'
+(``run_primary``, ``execute``, ``execute_all``): by default a fresh process and
+the trusted toolchain's processes; ``--oracle differential`` with the persistent
+runner puts both in the driver (:mod:`harness.execute.two_builds`), and says in
+``note`` where it could not.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from harness.run.atomic import write_atomically
 from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
@@ -47,7 +53,7 @@ from harness.run.target import explicit_binary, Target, TargetNotFound
 from harness.run.runners import BatchRunner, Judge, ProcessRunner, Program, Result, Runner
 
 __all__ = ["COMPARISONS", "Divergence", "DivergenceResult", "DivergenceRunner", "DivergenceSettings",
-           "DivergenceVerdict", "ReferenceBuildError", "check_reference", "compare", "judge_alone",
+           "DivergenceVerdict", "ReferenceBuildError", "check_reference", "compare", "failed_execution", "judge_alone",
            "reproduction_command", "resolve_reference"]
 
 COMPARISONS = ("outcome", "output", "values")
@@ -67,6 +73,14 @@ class DivergenceSettings:
     #: the printed values of a build's output (the trusted toolchain; raises on failure);
     #: None: outputs are compared as text only
     execute: Callable[[str], str] | None = None
+    #: the printed values of several outputs at once, a failed execution as its
+    #: ``(execution failed: ...)`` line (in process); None: ``execute`` one at a time
+    execute_all: Callable[[Sequence[str]], list[str]] | None = None
+    #: the primary build on one program alone, as :func:`harness.run.process.run_program`
+    #: would give it (in process where the build is the driver's); None: a fresh process
+    run_primary: Callable[[Target, str], Outcome] | None = None
+    #: one line: where the judge named could not be used, and what runs instead
+    note: str | None = None
 
     def __post_init__(self) -> None:
         if self.compare not in COMPARISONS:
@@ -136,7 +150,7 @@ def _values(execute: Callable[[str], str], text: str) -> str:
     try:
         return execute(text)
     except Exception as error:  # noqa: BLE001 - a failed execution is a value to compare too
-        return f"(execution failed: {' '.join(str(error).split())[:300]})"
+        return failed_execution(error)
 
 
 def compare(primary: Outcome, reference: Outcome, settings: DivergenceSettings) -> Divergence | None:
@@ -148,8 +162,11 @@ def compare(primary: Outcome, reference: Outcome, settings: DivergenceSettings) 
     difference = first_difference(normalize(primary.stdout), normalize(reference.stdout))
     if difference is None:
         return None  # the same normal form computes the same values: nothing to execute
-    if settings.execute is not None:
+    if settings.execute_all is not None:
+        mine, theirs = settings.execute_all([primary.stdout, reference.stdout])
+    elif settings.execute is not None:
         mine, theirs = _values(settings.execute, primary.stdout), _values(settings.execute, reference.stdout)
+    if settings.execute is not None or settings.execute_all is not None:
         if mine != theirs:
             return Divergence("values", primary, reference, difference, mine, theirs)
         if settings.compare == "values":
@@ -157,10 +174,16 @@ def compare(primary: Outcome, reference: Outcome, settings: DivergenceSettings) 
     return Divergence("output", primary, reference, difference)
 
 
+def failed_execution(error: object) -> str:
+    """The line that stands for a build's output whose execution failed (compared as values)."""
+    return f"(execution failed: {' '.join(str(error).split())[:300]})"
+
+
 def judge_alone(target: Target, settings: DivergenceSettings, prepared: str) -> Divergence | None:
-    """Both builds on ``prepared`` (the text they read), each in a fresh process."""
-    return compare(run_program(target, prepared), run_program(settings.reference_target(target), prepared),
-                   settings)
+    """Both builds on ``prepared`` (the text they read), each alone: the reference build in a
+    fresh process, the primary one as ``settings.run_primary`` runs it (default: one too)."""
+    mine = settings.run_primary(target, prepared) if settings.run_primary else run_program(target, prepared)
+    return compare(mine, run_program(settings.reference_target(target), prepared), settings)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ oracle ``divergence``, kind ``divergence``
 :mod:`harness.triage.oracle_runs` (threads, resume and stop as for wrong code);
 this module is the divergence's part:
 
-1. **reproduce**: both builds run the program again, each alone in a fresh
-   process (:func:`harness.run.divergence.judge_alone`); it must still diverge.
+1. **reproduce**: both builds run the program again, each alone
+   (:func:`harness.run.divergence.judge_alone`: a fresh process, or the driver as
+   below); it must still diverge.
    The member's ``details`` hold the divergence's signature, aspect and kinds;
 2. **group** by the divergence's **signature** (:func:`signature_of`):
 
@@ -35,6 +36,12 @@ this module is the divergence's part:
    bug's own).  Groups whose minimized programs have one signature are one
    bucket (the database's bucket of that kind and signature).
 
+Under ``--oracle differential`` both builds' outputs are executed by the judge the
+settings name (:mod:`harness.execute.two_builds`: with the persistent runner, in
+the driver, the primary build ``mlir-opt-22`` optimized there too; the reference
+build is always a process of its own); a part that cannot run so is said in one
+line at the start.
+
 A bucket keeps both builds' command lines, the comparison, the first
 difference and a ready reproduction command in ``details``, and each build's
 output (normalised, :func:`side_text`) as ``observed_output`` (this build)
@@ -48,6 +55,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,5 +263,9 @@ class DivergenceTriage:
 
 def run_divergence_triage(config: OracleRunConfig, target: Target, settings: DivergenceSettings, *,
                           log: Callable[[str], None] | None = None) -> OracleSummary:
-    """Both stages over the divergence findings ``config.findings`` (see the module docstring)."""
+    """Both stages over the divergence findings ``config.findings`` (see the module docstring);
+    where the judge the settings name cannot run a part in process, one line says so first."""
+    log = log or (lambda message: print(message, file=sys.stderr))
+    if settings.note:
+        log(f"triage: note: {settings.note}")
     return run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar), log=log)

@@ -1,8 +1,8 @@
 """The pieces of wrong-code triage (``triage --oracle differential``).
 
 The findings of the differential oracle (kinds ``wrong-code``,
-``reference-failure``, ``target-failure``: :data:`KINDS`) are triaged by
-:mod:`harness.triage.wrong_code_triage` with these:
+``reference-failure``, ``target-failure``, ``executor-disagreement``: :data:`KINDS`)
+are triaged by :mod:`harness.triage.wrong_code_triage` with these:
 
 * :func:`left_to_the_oracle`: what crash triage leaves to this triage (the
   findings, found with :func:`harness.triage.oracle_runs.findings_in`, whose
@@ -18,6 +18,11 @@ The findings of the differential oracle (kinds ``wrong-code``,
 * :func:`signature_of`: the documented signature of a minimized program: for
   ``wrong-code``, the operations of the first differing function's body (the
   first differing region's, else the thread's), sorted and joined by commas;
+  for ``executor-disagreement``, which module the executors read differently,
+  how (``poison``: the IR executor printed poison; ``undefined``: it found
+  undefined behaviour; ``values``: other values) and the operations of the first
+  function whose lines differ between the two executors, in that module
+  (``optimized poison: arith.extui,arith.muli,arith.trunci``: :func:`disagreement_of`);
   for a failure kind, its stage and the first line of its detail with numbers
   replaced by ``N``;
 * :func:`lit_test`: a lit test (RUN: optimizer | lowering | runner |
@@ -29,12 +34,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from harness.checker import check_text
-from harness.execute.differential import Verdict, WrongCode
+from harness.execute.differential import ExecutorsDisagree, Verdict, WrongCode, differences, printed_poison
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
 from harness.execute.render_exec import ExecRenderError, _split_list, layout_of
@@ -42,11 +47,13 @@ from harness.execute.toolchain import LOWERING
 from harness.execute.twins import expected_output
 from harness.triage.oracle_runs import sidecar_kind, stop_point
 
-__all__ = ["KINDS", "culprit_pass", "left_to_the_oracle", "lit_test",
+__all__ = ["DISAGREEMENT", "KINDS", "Disagreement", "culprit_pass", "disagreement_of", "left_to_the_oracle", "lit_test",
            "pipeline_passes", "signature_of", "verdict_of"]
 
 #: The finding kinds of the differential oracle that its triage takes.
-KINDS = ("wrong-code", "reference-failure", "target-failure")
+KINDS = ("wrong-code", "reference-failure", "target-failure", "executor-disagreement")
+#: The kind of two executors that give other outputs (judged by the in-process executor only).
+DISAGREEMENT = "executor-disagreement"
 
 
 def left_to_the_oracle(path: Path, names: set[str]) -> str | None:
@@ -101,18 +108,68 @@ def culprit_pass(differs: Callable[[str], bool], pipeline: str) -> tuple[str, st
 _OP = re.compile(r"=\s*([a-z_]+\.[\w.]+)|^\s*([a-z_]+\.[\w.]+)", re.M)
 
 
+def _operations(text: str, symbol: str) -> str | None:
+    """The operations of function ``@symbol``'s body in ``text``, sorted (None: no such function)."""
+    match = re.search(rf"^([ \t]*)func\.func @{re.escape(symbol)}\(.*?^\1\}}", text, re.M | re.S)
+    if match is None:
+        return None
+    ops = {a or b for a, b in _OP.findall(match.group(0))} - {"func.func", "func.return"}
+    return ",".join(sorted(ops)) or "empty"
+
+
+def _first_region(found) -> object | None:
+    return next((d for d in found if d.function.kind == "region"), found[0] if found else None)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Where two executors read a module differently (:func:`disagreement_of`)."""
+
+    side: str  # original | optimized: the module they execute differently
+    how: str  # poison | undefined | values
+    jit_output: str  # what the JIT prints of that module
+    ir_output: str  # what the IR executor prints of it
+    first: object | None  # the first Difference (JIT as the reference, the IR executor's value)
+    operations: str  # of the first differing function (a region's if one differs), in that module
+
+    def describe(self) -> str:
+        where = self.first.describe().replace("after optimization", "by the IR executor").replace(
+            "before", "by the JIT") if self.first is not None else "the outputs differ"
+        return f"{self.side} module, {self.how}: {where}"
+
+
+def disagreement_of(exec_text: str, verdict: ExecutorsDisagree) -> Disagreement:
+    """The module of ``verdict`` the executors disagree on (the original first), how, and the
+    first function whose lines differ between them."""
+    side, jit, ir = "optimized", verdict.target_output, verdict.ir_target_output
+    if verdict.ir_reference_output != verdict.reference_output:
+        side, jit, ir = "original", verdict.reference_output, verdict.ir_reference_output
+    how = "poison" if printed_poison(ir) else "undefined" if "undefined behaviour" in verdict.note else "values"
+    layout = layout_of(exec_text)
+    try:
+        first = _first_region(differences(layout, jit, ir))
+    except (ValueError, IndexError):  # an output cut short where the IR executor stopped
+        first = None
+    module = verdict.optimized_text if side == "optimized" else exec_text
+    operations = "output"
+    if first is not None:
+        operations = _operations(module, first.function.symbol) or _operations(exec_text, first.function.symbol) \
+            or "empty"
+    return Disagreement(side, how, jit, ir, first, operations)
+
+
 def signature_of(exec_text: str, verdict: Verdict) -> str:
     """The signature of a minimized program's verdict (see the module docstring)."""
+    if isinstance(verdict, ExecutorsDisagree):
+        found = disagreement_of(exec_text, verdict)
+        return f"{found.side} {found.how}: {found.operations}"
     if not isinstance(verdict, WrongCode):
         detail = (getattr(verdict, "detail", "") or "").strip().splitlines()
         return f"{getattr(verdict, 'stage', '?')}: " + re.sub(r"\d+", "N", detail[0] if detail else "")[:160]
-    first = next((d for d in verdict.differences if d.function.kind == "region"), verdict.first)
+    first = _first_region(verdict.differences)
     if first is None:
         return "output"
-    match = re.search(rf"^func\.func @{re.escape(first.function.symbol)}\(.*?^\}}", exec_text, re.M | re.S)
-    body = match.group(0) if match else ""
-    ops = {a or b for a, b in _OP.findall(body)} - {"func.func", "func.return"}
-    return ",".join(sorted(ops)) or "empty"
+    return _operations(exec_text, first.function.symbol) or "empty"
 
 
 def verdict_of(text: str, settings: OracleSettings, pipeline: str, *, confirm: bool = False) -> Verdict | None:

@@ -2,7 +2,7 @@
 
 ``loomfuzz triage --oracle differential INPUT...`` takes the findings of the
 differential oracle (kinds ``wrong-code``, ``reference-failure``,
-``target-failure``: :data:`harness.triage.wrong_code.KINDS`) and keeps its
+``target-failure``, ``executor-disagreement``: :data:`harness.triage.wrong_code.KINDS`) and keeps its
 results in the same triage database as crash triage (oracle
 ``differential``: :mod:`harness.triage.schema`), in the two stages of
 :mod:`harness.triage.oracle_runs` (which runs them in threads, resumes and
@@ -22,10 +22,24 @@ stops the same way for every oracle); this module is wrong code's part:
    pipeline (and is in P1-P24, defined)", in ``jobs`` threads; the bucket is
    the kind and :func:`~harness.triage.wrong_code.signature_of` the minimized
    program, prefixed with the culprit (``cse | arith.subi,...``).
+
+Every judgement goes through the executor the settings name (``--runner``:
+the in-process judge, or the processes).  An ``executor-disagreement`` (the IR
+executor and the JIT give other outputs: :class:`~harness.execute.differential.ExecutorsDisagree`)
+exists only where both executors run, in the driver: a finding recorded as one is
+judged (reproduced, bisected, minimized) in process whatever ``--runner`` says,
+said in one line; it must still disagree, its group is the culprit pass and its
+bucket, of kind ``executor-disagreement``, is named by the module they read
+differently, how, and the operations of the first function whose lines differ
+(``arith-int-range-narrowing | optimized poison: arith.andi,...``).  The bucket
+keeps the JIT's output of that module as ``reference_output`` and the IR
+executor's as ``observed_output`` (``bucket-N/reference.txt``, ``observed.txt``),
+and no lit test: the reference runner is a JIT, and the JIT's values pass.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,16 +49,17 @@ from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
-from harness.execute.differential import TargetFailed, WrongCode
+from harness.execute.differential import ExecutorsDisagree, TargetFailed, WrongCode
 from harness.execute.oracle import OracleSettings
 from harness.execute.render_exec import ExecRenderError
 from harness.execute.twins import TwinPlan, plan_of
 from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, minimized_fields,
-                                        run_oracle_triage)
-from harness.triage.wrong_code import KINDS, culprit_pass, lit_test, signature_of, verdict_of
+                                        run_oracle_triage, sidecar_kind)
+from harness.triage.wrong_code import (DISAGREEMENT, KINDS, culprit_pass, disagreement_of, lit_test, signature_of,
+                                       verdict_of)
 
-__all__ = ["ORACLE", "WrongCodeTriage", "run_wrong_code_triage", "twin_plans"]
+__all__ = ["ORACLE", "WrongCodeTriage", "recorded_kinds", "run_wrong_code_triage", "twin_plans"]
 
 #: The database's name for this triage (harness.triage.schema).
 ORACLE = "differential"
@@ -67,10 +82,18 @@ class WrongCodeTriage:
     #: finding is reproduced, bisected and minimized with the twins it was found with, and
     #: a program without is judged without (never the share drawn again from a changed text)
     plans: dict[str, TwinPlan] = field(default_factory=dict)
+    #: each finding's kind as its sidecar records it (program text -> kind)
+    kinds: dict[str, str] = field(default_factory=dict)
+    #: whether the in-process judge can run (the driver is built): executor disagreements need it
+    in_process: bool = True
 
-    def settings_for(self, twins: str | None) -> OracleSettings:
-        """The settings with exactly the twins ``twins`` (a plan's text; None: none)."""
-        return replace(self.settings, twins=0.0, twin_plan=TwinPlan.parse(twins) if twins else None)
+    def settings_for(self, twins: str | None, kind: str | None = None) -> OracleSettings:
+        """The settings with exactly the twins ``twins`` (a plan's text; None: none); for an
+        executor disagreement, the in-process judge (the only one with two executors)."""
+        settings = replace(self.settings, twins=0.0, twin_plan=TwinPlan.parse(twins) if twins else None)
+        if kind == DISAGREEMENT and self.in_process and settings.runner != "persistent":
+            settings = replace(settings, runner="persistent")
+        return settings
 
     def target_json(self) -> dict:
         return {"name": ORACLE, "argv": self.settings.optimizer.argv(), "render": "exec",
@@ -80,7 +103,7 @@ class WrongCodeTriage:
         """Stage 1: reproduce under the whole pipeline, then bisect it."""
         plan = self.plans.get(text)
         twins = plan.text() if plan else None
-        settings = self.settings_for(twins)
+        settings = self.settings_for(twins, self.kinds.get(text))
         pipeline = settings.optimizer.pipeline or ""
         verdict = verdict_of(text, settings, pipeline)
         kind = _kind_of(verdict)
@@ -99,7 +122,7 @@ class WrongCodeTriage:
         grammar = self.grammar
         kind, culprit = group.key
         twins = group.details.get("twins")  # the smallest member's: it is the one minimized
-        settings = self.settings_for(twins)
+        settings = self.settings_for(twins, kind)
         pipeline = group.details["pipeline"]
 
         def gives_kind(text: str) -> bool:
@@ -124,28 +147,72 @@ class WrongCodeTriage:
         signature = f"{culprit or WHOLE_PIPELINE} | {signature_of(exec_text, verdict)}"
         first = verdict.first if wrong else None
         details = {"pipeline": pipeline, "twins": twins or None}
+        reference_output = observed_output = None
         if wrong:
             details["first_difference"] = verdict.describe()
             if first is not None:
                 details["reference_value"], details["observed_value"] = first.reference, first.target
+            message, reference_output, observed_output = verdict.describe(), verdict.reference_output, \
+                verdict.target_output
+        elif isinstance(verdict, ExecutorsDisagree):
+            found = disagreement_of(exec_text, verdict)
+            details.update({"module": found.side, "how": found.how, "first_difference": found.describe(),
+                            "note": verdict.note, "reference_output": "the JIT's output of that module",
+                            "observed_output": "the IR executor's output of that module"})
+            if found.first is not None:
+                details["reference_value"], details["observed_value"] = found.first.reference, found.first.target
+            message, reference_output, observed_output = verdict.describe(), found.jit_output, found.ir_output
         else:
             details["stage"], details["detail"] = verdict.stage, verdict.detail
+            message = f"{verdict.stage}: {verdict.detail}"
         return OracleBucket(
             oracle=ORACLE, kind=kind, signature=signature, minimized_text=text, culprit=culprit or None,
-            message=(verdict.describe() if wrong else f"{verdict.stage}: {verdict.detail}")[:300],
-            reference_output=verdict.reference_output if wrong else None,
-            observed_output=verdict.target_output if wrong else None,
+            message=message[:300], reference_output=reference_output, observed_output=observed_output,
             lit_test=lit_test(text, settings, pipeline, verdict.reference_output) if wrong else None,
             details=details, **minimized_fields(grammar, program, text),
             evaluations=evaluations, target_runs=evaluations + 1, seconds=time.monotonic() - started, steps=steps,
         )
 
 
+def _in_process_available(settings: OracleSettings) -> str | None:
+    """None where the in-process judge runs, else why not (one line)."""
+    from harness.run.persistent import DriverError
+
+    try:
+        replace(settings, runner="persistent").executor()
+    except DriverError as error:
+        return str(error)
+    return None
+
+
 def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
                           log: Callable[[str], None] | None = None) -> OracleSummary:
-    """Both stages over the differential findings ``config.findings`` (see the module docstring)."""
-    return run_oracle_triage(config, WrongCodeTriage(settings, config.grammar, plans=twin_plans(config.findings)),
-                             log=log)
+    """Both stages over the differential findings ``config.findings`` (see the module docstring);
+    executor disagreements judged in process where ``--runner`` names processes, said in one line."""
+    log = log or (lambda message: print(message, file=sys.stderr))
+    kinds = recorded_kinds(config.findings)
+    disagreements = sum(kind == DISAGREEMENT for kind in kinds.values())
+    why_not = None
+    if disagreements and settings.runner != "persistent":
+        why_not = _in_process_available(settings)
+        if why_not is None:
+            log(f"triage: note: {disagreements} executor-disagreement finding(s) judged in process (the IR "
+                f"executor and the JIT, both in the driver), not by --runner {settings.runner}")
+        else:
+            log(f"triage: note: {disagreements} executor-disagreement finding(s) cannot be judged by two "
+                f"executors ({why_not}): they will not reproduce")
+    return run_oracle_triage(config, WrongCodeTriage(settings, config.grammar, plans=twin_plans(config.findings),
+                                                     kinds=kinds, in_process=why_not is None), log=log)
+
+
+def recorded_kinds(findings: Sequence[Path]) -> dict[str, str]:
+    """Each finding's kind as its ``NAME.json`` sidecar records it (program text -> kind)."""
+    kinds = {}
+    for path in findings:
+        kind = sidecar_kind(Path(path).with_suffix(".json"))
+        if isinstance(kind, str):
+            kinds[Path(path).read_text(errors="replace")] = kind
+    return kinds
 
 
 def twin_plans(findings: Sequence[Path]) -> dict[str, TwinPlan]:
