@@ -117,10 +117,13 @@ reported upstream).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,12 +177,32 @@ module {
 """
 
 
-def _hangs(argv: list[str], text: str) -> subprocess.TimeoutExpired:
-    """Run argv on text; return the TimeoutExpired (the process is killed) or fail."""
+def _group_alive(group: int) -> bool:
     try:
-        proc = subprocess.run(argv, input=text.encode(), capture_output=True, timeout=HANG_SECONDS)
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _hangs(argv: list[str], text: str) -> subprocess.TimeoutExpired:
+    """Run argv on text; return the TimeoutExpired (its process group killed) or fail.
+
+    The whole group: the wheel's ``iree-opt`` is a Python script that runs the real
+    binary as a child, which a kill of the script alone leaves spinning."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(text.encode(), timeout=HANG_SECONDS)
     except subprocess.TimeoutExpired as expired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        expired.stdout, expired.stderr = proc.communicate()
+        deadline = time.monotonic() + 10
+        while _group_alive(proc.pid):  # nothing of the hang outlives the test
+            assert time.monotonic() < deadline, f"{argv[0]}'s process group still runs after SIGKILL"
+            time.sleep(0.05)
         return expired
+    proc = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
     pytest.fail(f"{' '.join(argv)} finished within {HANG_SECONDS:g} s (exit {proc.returncode}): "
                 "the upstream hang is gone or changed; stderr:\n" + proc.stderr.decode()[-2000:])
 
