@@ -1,5 +1,6 @@
 """``loomfuzz coverage``: which alternatives and parent/child pairs of the grammar a corpus reaches;
-with ``--edges``, which edge values reach which operands (:mod:`harness.execute.edge_coverage`)."""
+with ``--edges``, which edge values reach which operands (:mod:`harness.execute.edge_coverage`); with
+``--pass-effect``, what each pass of a pipeline does to them (:mod:`harness.run.pass_effect`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ operation and operand position, how many of its edge values (i32: 0, 1, -1, 2,
 compile-time constant, inside a narrow known range (2-16 values: an andi
 mask, minsi/maxsi with a constant, a select of constants, extui of an i1,
 ...) and as a value at run time (the 24 rows of the input table).
+
+--pass-effect (grammars in the P1-P24 contract): the same exec renderings
+(twins as --edges draws them) through --mlir-opt, one pass of --pipeline at a
+time, in order (their driver @main left out): per pass the share of programs whose printed module it
+changed, in which it rewrote an operation other than a constant and in which
+it folded one into a constant, and the operations it folded, replaced, removed
+and added.
 """
 
 
@@ -44,31 +52,49 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--twins", type=share, default=DEFAULT_TWINS, metavar="SHARE",
                         help=f"with --edges: the share of programs measured with constant twins, as the "
                              f"differential oracle's --twins (default {DEFAULT_TWINS:g}; 0: none)")
+    parser.add_argument("--pass-effect", action="store_true",
+                        help="also what each pass of --pipeline does to the programs' exec renderings, one "
+                             "pass at a time through --mlir-opt: the share it changes, the operations it folds, "
+                             "replaces, removes and adds")
+    parser.add_argument("--pipeline", default=None,
+                        help="with --pass-effect: the pass pipeline (default: mlir-opt's, "
+                             "canonicalize,cse,sccp,symbol-dce)")
+    parser.add_argument("--mlir-opt", metavar="PATH", default="mlir-opt-22",
+                        help="with --pass-effect: the optimizer (default mlir-opt-22)")
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.grammar_coverage import corpus_coverage
 
     grammar = grammar_from_args(args)
-    if args.edges:
+    if args.edges or args.pass_effect:
         from harness.execute.render_exec import EXEC_STYLE, style_error
 
         problem = style_error(grammar, EXEC_STYLE)
         if problem:
-            print(f"loomfuzz coverage: error: --edges measures exec renderings: {problem}", file=sys.stderr)
+            flag = "--edges" if args.edges else "--pass-effect"
+            print(f"loomfuzz coverage: error: {flag} measures exec renderings: {problem}", file=sys.stderr)
             return 2
     try:
         result = corpus_coverage(args.corpus, grammar)
-        edges = _edges(args.corpus, grammar, args.twins) if args.edges else None
+        modules = _exec_modules(args.corpus, grammar, args.twins) if args.edges or args.pass_effect else None
+        edges = _edges(modules) if args.edges else None
+        effect = _pass_effect(args, modules[0]) if args.pass_effect else None
     except FileNotFoundError as error:
         print(f"loomfuzz coverage: error: {error.filename}: no such file or folder", file=sys.stderr)
         return 1
+    except ValueError as error:  # PassEffectError, TargetNotFound-like: one line
+        print(f"loomfuzz coverage: error: {error}", file=sys.stderr)
+        return 2
     if args.json:
         report = result.as_json()
         if edges is not None:
             coverage, twinned, failed = edges
             report["edges"] = {"twins": args.twins, "twinned": twinned, "not_rendered": failed,
                                **coverage.as_json()}
+        if effect is not None:
+            report["pass_effect"] = {"twins": args.twins, "twinned": modules[1], "not_rendered": modules[2],
+                                     **effect.to_json()}
         print(json.dumps(report, indent=2))
         return 0
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
@@ -81,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped {name}: {why}")
     if edges is not None:
         _print_edges(*edges, args.twins)
+    if effect is not None:
+        print()
+        print(effect.describe(f"pass effect on the exec modules ({modules[1]} with constant twins: "
+                              f"--twins {args.twins:g})"))
     return 0
 
 
@@ -108,13 +138,13 @@ def _programs(paths, grammar):
                 yield canonical(tree)
 
 
-def _edges(paths, grammar, twins: float):
-    """(EdgeCoverage, programs with twins, programs whose exec rendering failed)."""
-    from harness.execute.edge_coverage import EdgeCoverage, module_coverage
+def _exec_modules(paths, grammar, twins: float) -> tuple[list[str], int, int]:
+    """(the corpus's exec modules, with constant twins for the ``twins`` share, how many have
+    twins, how many programs have no exec rendering)."""
     from harness.execute.render_exec import ExecRenderError, exec_module
     from harness.execute.twins import plan_for, sampled, with_twins
 
-    coverage, twinned, failed = EdgeCoverage(), 0, 0
+    texts, twinned, failed = [], 0, 0
     for program in _programs(paths, grammar):
         try:
             text = exec_module(program)
@@ -124,8 +154,32 @@ def _edges(paths, grammar, twins: float):
         except ExecRenderError:
             failed += 1
             continue
+        texts.append(text)
+    return texts, twinned, failed
+
+
+def _edges(modules: tuple[list[str], int, int]):
+    """(EdgeCoverage, programs with twins, programs whose exec rendering failed)."""
+    from harness.execute.edge_coverage import EdgeCoverage, module_coverage
+
+    texts, twinned, failed = modules
+    coverage = EdgeCoverage()
+    for text in texts:
         coverage.merge(module_coverage(text))
     return coverage, twinned, failed
+
+
+def _pass_effect(args: argparse.Namespace, texts: list[str]):
+    """The pass effect of ``--pipeline`` through ``--mlir-opt`` on the exec modules; raises
+    ``ValueError`` (one line) for an optimizer that is missing or whose passes cannot be told apart."""
+    from harness.run.pass_effect import PassEffectSettings, measure
+    from harness.run.target import DEFAULT_MLIR_PIPELINE, TargetNotFound, resolve_target
+
+    try:
+        target = resolve_target(args.mlir_opt, pipeline=args.pipeline or DEFAULT_MLIR_PIPELINE)
+    except TargetNotFound as error:
+        raise ValueError(str(error)) from None
+    return measure(target, texts, PassEffectSettings(runner="batch", skip=("main",)))  # @main: the driver
 
 
 def _print_edges(coverage, twinned: int, failed: int, twins: float) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Iterable
 
 from harness.commands import (
     TargetError,
     add_grammar_arguments,
+    share,
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
@@ -37,6 +40,16 @@ again after an interruption (even kill -9) runs only what is left.
 Before the first program the target runs once on a trivial module: a pass
 pipeline or argument it refuses is one line and exit status 2.
 
+--pass-effect SHARE: after the sweep, that share of its programs (drawn by
+their text) runs again through the target's passes one at a time (the
+target's binary and arguments, each pass alone, in order; with --oracle
+differential the optimizer's pipeline on the exec renderings it judges, twins
+and all, their driver @main left out), and the summary adds a table per pass: the share of programs whose
+printed module it changed, the share in which it rewrote an operation other
+than a constant, and how many operations it folded into constants, replaced,
+removed and added (pass-effect.json in --artifacts keeps the numbers, by
+operation name).
+
 Exit status: 0 no finding, 1 findings or an error, 2 the target refuses its
 pipeline or arguments, 130 interrupted.
 """
@@ -55,6 +68,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     add_grammar_arguments(parser)
     add_sweep_arguments(parser)
+    parser.add_argument("--pass-effect", type=share, default=0.0, metavar="SHARE",
+                        help="after the sweep, run this share of its programs through the target's passes "
+                             "one at a time and print per pass how often it changed them and the operations "
+                             "it folded, replaced, removed and added (pass-effect.json; default 0: off)")
 
 
 def _error(message: str) -> int:
@@ -88,5 +105,49 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(error))
     if source.note:
         print(f"loomfuzz run: {source.note}", file=sys.stderr)
-    return sweep_command(args, target, source.count, source.program_at, source=source.identity,
-                         suffix=program_suffix(grammar), shard=shard, origin_of=source.origin_of)
+    if args.pass_effect > 0 and args.oracle != "differential":
+        from harness.run.pass_effect import PassEffectError, target_steps
+
+        try:
+            target_steps(target)  # a target whose passes cannot be told apart: one line, before the sweep
+        except PassEffectError as error:
+            return _error(str(error))
+    status = sweep_command(args, target, source.count, source.program_at, source=source.identity,
+                           suffix=program_suffix(grammar), shard=shard, origin_of=source.origin_of)
+    if args.pass_effect > 0 and status in (0, 1):
+        part = shard.part(0, source.count) if shard else range(source.count)
+        failure = _pass_effect(args, target, (source.program_at(k) for k in part), len(part))
+        if failure:
+            return _error(failure)
+    return status
+
+
+def _pass_effect(args: argparse.Namespace, target, programs: Iterable[str], count: int) -> str | None:
+    """Measure and print the pass effect of the ``--pass-effect`` share of the ``count``
+    ``programs`` (their text as the target reads it); returns a one-line error, or None."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from harness.commands import oracle_from_args
+    from harness.run.atomic import write_atomically
+    from harness.run.pass_effect import PassEffectError, PassEffectSettings, measure, sampled
+    from harness.run.target import TargetNotFound, resolve_target
+
+    runner = args.runner if args.runner in ("process", "batch") else "batch"
+    settings = PassEffectSettings(args.pass_effect, runner, args.jobs, args.batch_size)
+    chosen = [text for text in programs if sampled(text, settings.share)]
+    try:
+        if args.oracle == "differential":
+            settings = replace(settings, skip=("main",))  # the exec module's driver, not the program
+            oracle = oracle_from_args(args)
+            chosen = [oracle.exec_text(text) for text in chosen]
+            target = resolve_target(oracle.optimizer.binary, pipeline=oracle.optimizer.pipeline,
+                                    timeout=oracle.optimizer.timeout)
+        effect = measure(target, chosen, settings)
+    except (PassEffectError, TargetNotFound) as error:
+        return str(error)
+    report = {"share": args.pass_effect, "sampled": len(chosen), "of": count, **effect.to_json()}
+    write_atomically(Path(args.artifacts) / "pass-effect.json", json.dumps(report, indent=2) + "\n")
+    print(effect.describe(f"pass effect (--pass-effect {args.pass_effect:g}: {len(chosen):,} of "
+                          f"{count:,} programs)"), flush=True)
+    return None
