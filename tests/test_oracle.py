@@ -221,9 +221,10 @@ def test_a_differential_fuzz_campaign_finds_a_planted_bug_and_counts_it(swept, t
 
 def test_a_differential_fuzz_campaign_stops_at_its_time_limit_within_the_seed_corpus(tmp_path):
     """libFuzzer reads -max_total_time only after running every seed; the differential oracle
-    judges a few dozen programs a second in process, so 400 seeds outlast ``--time 3`` and
-    loomfuzz itself must stop the campaign (it ran for minutes over its 1,369 seeds before):
-    exit 0, a summary that says so, executions fewer than the seeds."""
+    judges about a hundred programs a second in the driver, so 2,000 seeds outlast ``--time 3``
+    and loomfuzz itself must stop the campaign (it ran for minutes over its 1,369 seeds before;
+    400 seeds were all run inside 3 s once the IR executor judged in the driver): exit 0, a
+    summary that says so, executions fewer than the seeds."""
     from harness.core.codec import encode, nonempty
     from harness.core.grammar import load
     from harness.core.walk import random_trees
@@ -231,16 +232,16 @@ def test_a_differential_fuzz_campaign_stops_at_its_time_limit_within_the_seed_co
     grammar = load(profile="wide")
     corpus, artifacts = tmp_path / "c", tmp_path / "a"
     corpus.mkdir()
-    for n, tree in zip(range(400), random_trees(grammar, 5)):
-        (corpus / f"seed-{n:03d}").write_bytes(nonempty(encode(tree, grammar), tree, grammar))
+    for n, tree in zip(range(SEEDS := 2000), random_trees(grammar, 5)):
+        (corpus / f"seed-{n:04d}").write_bytes(nonempty(encode(tree, grammar), tree, grammar))
     done = loomfuzz("fuzz", "--profile", "wide", "--oracle", "differential", "--pipeline", PIPELINE,
                     "--corpus", str(corpus), "--artifacts", str(artifacts), "--time", "3",
                     "--seed", "1", cwd=ROOT)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "stopped:     at --time 3 by loomfuzz" in done.stdout, done.stdout
     executions, seconds = re.search(r"executions:\s+(\d+) \([\d.]+/s over ([\d.]+) s\)", done.stdout).groups()
-    assert 0 < int(executions) < 400 and float(seconds) < 10, done.stdout
-    assert "corpus:      400 -> 400 files" in done.stdout
+    assert 0 < int(executions) < SEEDS and float(seconds) < 10, done.stdout
+    assert f"corpus:      {SEEDS} -> {SEEDS} files" in done.stdout
 
 
 def test_a_known_upstream_failure_found_again_and_declared_in_expectations(tmp_path):
