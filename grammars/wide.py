@@ -27,7 +27,15 @@ The conventions C1-C23 are lifted where the preconditions allow:
   predicates; the i1 is a ``%c`` predicate, P23) feeding ``scf.if`` and
   ``arith.select``, ``addi``/``subi``/``muli`` with overflow flags on
   operands that cannot overflow, and ``scf.for`` loops from 0 or 1 to
-  ``index_cast`` of a masked i32 (0-7 trips) carrying one or two values.
+  ``index_cast`` of a masked i32 (0-7 trips) carrying one or two values;
+* range-known values (issue 35, ``<ranged>``, ``<ranged-select>``,
+  ``<ranged-if>``): an i32 clamped by ``maxsi``/``minsi`` or ``maxui``/``minui``
+  to a few values next to an edge value (INT_MIN, INT_MAX, -1, 0, 1, 2^k) or
+  to one exactly, bits pinned by a mask and ``ori``/``xori``, the sign bit set
+  or cleared, two constants merged by ``arith.select`` or by an ``scf.if``
+  yielding one from each branch: what an integer range analysis knows exactly
+  or tightly.  Each is total (no guard needed); its value is the statement's
+  last, so the next operation's operand often reads it.
 
 Operands are values defined earlier in scope, of the right type, by
 construction: the core's binder (``harness.core.scope``).  Block arguments,
@@ -318,6 +326,83 @@ def _flagged() -> list:
     return _weighted(entries)
 
 
+#: Range-known values (issue 35): results an analysis knows to lie in a few values next to
+#: an edge value (INT_MIN, INT_MIN+1, -1, 0, 1, 2^k, INT_MAX-1, INT_MAX), or exactly.  Every
+#: operation here is total (min/max, masks, constants, select, scf.if): nothing to guard.  The
+#: ranged value is the statement's last one (rank 0 of the next free <i32>), so the operand
+#: of the next division, shift, comparison, min/max or flagged operation often reads it (a
+#: divisor or shift amount still through its own guard).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+#: maxsi(x, LO) then minsi(_, HI), or the other order: [LO, HI] (a constant where LO == HI,
+#: HI where LO > HI).
+_SIGNED_CLAMPS = [(INT_MIN, INT_MIN + 3), (INT_MIN + 1, INT_MIN + 4), (INT_MAX - 3, INT_MAX),
+                  (INT_MAX - 4, INT_MAX - 1), (-2, 1), (-1, 2), (255, 257), (2**30 - 1, 2**30 + 1),
+                  (INT_MIN, INT_MIN), (INT_MAX, INT_MAX), (-1, -1), (INT_MAX, INT_MIN)]
+#: one bound: maxsi(x, C) is [C, INT_MAX], minsi(x, C) is [INT_MIN, C]
+_SIGNED_BOUNDS = [("maxsi", INT_MAX - 7), ("maxsi", INT_MAX - 1), ("maxsi", -1), ("maxsi", 2**30),
+                  ("minsi", INT_MIN + 7), ("minsi", INT_MIN + 1), ("minsi", 0), ("minsi", -2**30)]
+#: maxui(x, LO) then minui(_, HI), both unsigned (written signed): [LO, HI] in the unsigned
+#: order, so (INT_MAX-1, INT_MIN+1) is {INT_MAX-1, INT_MAX, INT_MIN, INT_MIN+1}, across
+#: the signed wrap; one bound: maxui(x, -4) is {-4..-1}, minui(x, C) is [0, C]
+_UNSIGNED_CLAMPS = [(1, 2), (INT_MAX - 1, INT_MIN + 1), (INT_MIN, INT_MIN + 3), (2**16 - 1, 2**16 + 1)]
+_UNSIGNED_BOUNDS = [("maxui", -4), ("maxui", INT_MIN), ("minui", 3), ("minui", 1)]
+#: (x & M) OP B with B & M == 0: [B, B + M] (OP ori or xori); and the sign bit or low bits pinned
+_PINS = [("ori", 3, INT_MIN), ("ori", 1, INT_MAX - 1), ("ori", 3, INT_MAX - 3), ("ori", 1, -2),
+         ("ori", 7, -8), ("ori", 1, 2**30), ("ori", 1, 2), ("xori", 1, INT_MIN), ("xori", 3, -1),
+         ("xori", 7, INT_MAX - 7)]
+_SIGN_PINS = [("ori", INT_MIN, "sign set"), ("andi", INT_MAX, "sign clear"), ("andi", -4, "low bits clear"),
+              ("ori", 3, "low bits set")]
+#: Two constants merged by select or scf.if on an i1: a range of two values (an analysis
+#: keeps their hull, or the union), close to each other or far apart.
+_PAIRS = [(INT_MIN, INT_MIN + 1), (INT_MAX, INT_MAX - 1), (-1, 0), (0, 1), (1, -1), (2, 1), (INT_MIN, INT_MAX),
+          (-1, INT_MIN), (INT_MAX, 0), (2**30, 2**30 - 1)]
+
+
+def _ranged() -> list:
+    entries = []
+    for lo, hi in _SIGNED_CLAMPS:
+        lines = [f"$0 = arith.constant {lo} : i32", "$1 = arith.maxsi <i32>, $0 : i32",
+                 f"$2 = arith.constant {hi} : i32", "$3 = arith.minsi $1, $2 : i32"]
+        entries.append((_lines(*lines), [_I32] * 4, 0.35 / len(_SIGNED_CLAMPS) / 2, f"clamp {lo}..{hi}"))
+        lines = [f"$0 = arith.constant {hi} : i32", "$1 = arith.minsi <i32>, $0 : i32",
+                 f"$2 = arith.constant {lo} : i32", "$3 = arith.maxsi $1, $2 : i32"]
+        entries.append((_lines(*lines), [_I32] * 4, 0.35 / len(_SIGNED_CLAMPS) / 2, f"clamp' {lo}..{hi}"))
+    for op, c in _SIGNED_BOUNDS:
+        lines = [f"$0 = arith.constant {c} : i32", f"$1 = arith.{op} <i32>, $0 : i32"]
+        entries.append((_lines(*lines), [_I32] * 2, 0.15 / len(_SIGNED_BOUNDS), f"{op} {c}"))
+    for lo, hi in _UNSIGNED_CLAMPS:
+        lines = [f"$0 = arith.constant {lo} : i32", "$1 = arith.maxui <i32>, $0 : i32",
+                 f"$2 = arith.constant {hi} : i32", "$3 = arith.minui $1, $2 : i32"]
+        entries.append((_lines(*lines), [_I32] * 4, 0.12 / len(_UNSIGNED_CLAMPS), f"uclamp {lo}..{hi}"))
+    for op, c in _UNSIGNED_BOUNDS:
+        lines = [f"$0 = arith.constant {c} : i32", f"$1 = arith.{op} <i32>, $0 : i32"]
+        entries.append((_lines(*lines), [_I32] * 2, 0.08 / len(_UNSIGNED_BOUNDS), f"{op} {c}"))
+    for op, mask, base in _PINS:
+        lines = [f"$0 = arith.constant {mask} : i32", "$1 = arith.andi <i32>, $0 : i32",
+                 f"$2 = arith.constant {base} : i32", f"$3 = arith.{op} $1, $2 : i32"]
+        entries.append((_lines(*lines), [_I32] * 4, 0.22 / len(_PINS), f"(x&{mask}) {op} {base}"))
+    for op, c, label in _SIGN_PINS:
+        lines = [f"$0 = arith.constant {c} : i32", f"$1 = arith.{op} <i32>, $0 : i32"]
+        entries.append((_lines(*lines), [_I32] * 2, 0.08 / len(_SIGN_PINS), label))
+    return _weighted(entries)
+
+
+GRAMMAR["<ranged>"] = _ranged()
+# select of two constants on an i1 (statements of families with an i1 only)
+GRAMMAR["<ranged-select>"] = _weighted([
+    (_lines(f"$0 = arith.constant {a} : i32", f"$1 = arith.constant {b} : i32", "$2 = arith.select <i1>, $0, $1 : i32"),
+     [_I32] * 3, 1.0, f"{a}|{b}") for a, b in _PAIRS])
+# scf.if yielding a constant from each branch; each constant inside its own block (scope)
+GRAMMAR["<ranged-if>"] = [
+    (f"$0 = scf.if <i1> -> (i32) {{\n<yield-const-{a}>}} else {{\n<yield-const-{b}>}}\n",
+     opts(prob=1 / len(_PAIRS), label=f"{a}|{b}", define=_I32)) for a, b in _PAIRS]
+for _v in sorted({v for pair in _PAIRS for v in pair}):
+    GRAMMAR[f"<yield-const-{_v}>"] = [(f"<const-{_v}><yield-last>", opts(scope=True, indent=2))]
+    GRAMMAR[f"<const-{_v}>"] = [(f"$0 = arith.constant {_v} : i32\n", opts(define=_I32))]
+GRAMMAR["<yield-last>"] = ["scf.yield <last-i32> : i32\n"]
+GRAMMAR["<last-i32>"] = [("$^0", opts(use="i32"))]
+
+
 GRAMMAR["<division>"] = _divisions()
 GRAMMAR["<shift>"] = _shifts()
 GRAMMAR["<flagged>"] = _flagged()
@@ -390,12 +475,14 @@ def _statements(family: str, depth: int) -> dict[str, list]:
     add("<division>", 7, "division")
     add("<shift>", 5, "shift")
     add("<flagged>", 5, "overflow flags")
+    add("<ranged>", 5, "range-known")
     add("$0 = llvm.freeze <i32> : i32\n", 1, "freeze", define=_I32)
     add("$0 = func.call @helper_double(<i32>) : (i32) -> i32\n", 0.1, "func.call", define=_I32)
     add("$0 = llvm.call @extern_scale(<i32>) : (i32) -> i32\n", 0.1, "llvm.call", define=_I32)
     if "c" in family:
         add("<compare>", 3, "cmpi")
         add("$0 = arith.select <i1>, <i32>, <i32> : i32\n", 4, "select", define=_I32)
+        add("<ranged-select>", 2, "select of constants")
     if "m" in family:
         add("<index-const>" + "<store>", 5, "store")
         add("<index-const>" + "<load>", 5, "load")
@@ -403,6 +490,7 @@ def _statements(family: str, depth: int) -> dict[str, list]:
     if depth < MAX_DEPTH_OF_BLOCKS:
         if "c" in family:
             add(f"$0 = scf.if <i1> -> (i32) {{\n{block}}} else {{\n{block}}}\n", 4, "scf.if", define=_I32)
+            add("<ranged-if>", 1.5, "scf.if of constants")
         add(f"<index-const><step-const><for-{family}-{depth}>", 3, "scf.for")
         add(f"<data-for-{family}-{depth}>", 3, "data scf.for")
         rules[f"<for-{family}-{depth}>"] = [

@@ -98,10 +98,47 @@ class Analysis:
     carried: Counter = field(default_factory=Counter)  # iter_args per data-driven loop
     aliasing: Counter = field(default_factory=Counter)  # two-%mem regions: accesses through both?
     store_load: Counter = field(default_factory=Counter)  # "same"/"other" index, "other memref"
+    # range-known values (issue 35): (producing op, edge value) for results known to lie in at
+    # most NARROW values (signed or unsigned) holding that edge value; sign: results whose sign is known
+    narrow: Counter = field(default_factory=Counter)
+    sign: Counter = field(default_factory=Counter)  # (op, "set" | "clear")
+
+
+NARROW = 16
+#: The edge values a range-known operand should reach (powers of two apart).
+EDGES = {"INT_MIN": INT_MIN, "INT_MIN+1": INT_MIN + 1, "-1": -1, "0": 0, "1": 1, "2": 2, "INT_MAX-1": INT_MAX - 1,
+         "INT_MAX": INT_MAX}
+
+
+def _pinned(a: Range, b: Range) -> Range | None:
+    """x | c (and x ^ c) where x is in [0, M], M + 1 a power of two and c has none of M's bits:
+    only M's bits vary, so the result is in [c, c + M]; None if that does not apply."""
+    if b.value is None or a.slo < 0:
+        a, b = b, a
+    if b.value is None or a.slo < 0:
+        return None
+    mask = (1 << a.shi.bit_length()) - 1
+    return Range.signed(b.value, b.value + mask) if b.value & mask == 0 else None
+
+
+def narrow_edges(r: Range) -> list[str]:
+    """The edge values inside r, if r holds at most NARROW values (signed or unsigned order)."""
+    if r.shi - r.slo < NARROW:
+        return [name for name, v in EDGES.items() if r.slo <= v <= r.shi]
+    if r.uhi - r.ulo < NARROW:
+        return [name for name, v in EDGES.items() if r.ulo <= v % 2**32 <= r.uhi]
+    return []
 
 
 def _binary(op: str, a: Range, b: Range, flags: str | None) -> tuple[Range, str | None]:
     """The result's range, and why a flag may not hold (None: it holds for every input)."""
+    if op in ("ori", "xori") and (a.value is None or b.value is None) and _pinned(a, b) is not None:
+        return _pinned(a, b), None
+    if op == "xori" and a.value is not None and b.value is not None:
+        return Range.exact(a.value ^ b.value), None
+    if op == "select":  # either operand: the hull of both
+        return Range(min(a.slo, b.slo), max(a.shi, b.shi), min(a.ulo, b.ulo), max(a.uhi, b.uhi),
+                     a.odd and b.odd), None
     if op == "andi":
         if a.value is not None and b.value is not None:
             return Range.exact(a.value & b.value), None
@@ -141,8 +178,31 @@ def _binary(op: str, a: Range, b: Range, flags: str | None) -> tuple[Range, str 
     return Range(), None
 
 
+_IF_OF_CONSTANTS = re.compile(
+    r"^ *(%\w+) = scf\.if %\w+ -> \(i32\) \{\n *(%\w+) = arith\.constant (-?\d+) : i32\n *scf\.yield \2 : i32\n"
+    r" *\} else \{\n *(%\w+) = arith\.constant (-?\d+) : i32\n *scf\.yield \4 : i32\n *\}$", re.M)
+
+
+def _ifs_of_constants(text: str) -> dict[int, Range]:
+    """Line number of each ``scf.if`` whose branches each yield one constant -> its result's
+    range (the hull of the two)."""
+    found = {}
+    for m in _IF_OF_CONSTANTS.finditer(text):
+        a, b = int(m.group(3)), int(m.group(5))
+        found[text.count("\n", 0, m.start())] = _binary("select", Range.exact(a), Range.exact(b), None)[0]
+    return found
+
+
+def _record(into: Analysis, op: str, result: Range) -> None:
+    for edge in narrow_edges(result):
+        into.narrow[(op, edge)] += 1
+    if result.value is None and (result.shi < 0 or result.slo >= 0):
+        into.sign[(op, "set" if result.shi < 0 else "clear")] += 1
+
+
 def analyse(text: str, into: Analysis) -> None:
     """Walk each region body line by line (names are unique within a region)."""
+    ifs = _ifs_of_constants(text)
     ranges: dict[str, Range] = {}
     below: dict[str, set] = {}  # name -> names it is <=u of (minui)
     index: dict[str, int] = {}  # index constants and index_cast of exact values
@@ -155,7 +215,13 @@ def analyse(text: str, into: Analysis) -> None:
         if len(memrefs) == 2:
             into.aliasing["both" if accessed >= set(memrefs) else "one or none"] += 1
 
-    for line in text.split("\n"):
+    for number, line in enumerate(text.split("\n")):
+        if number in ifs:
+            match = _LINE.match(line)
+            ranges[match.group(1)] = ifs[number]
+            _record(into, "scf.if", ifs[number])
+            last_store = None
+            continue
         if "^bb0(" in line:
             ranges, below, index, casts, accessed, last_store = {}, {}, {}, set(), set(), None
             memrefs = re.findall(r"(%\w+): memref", line)
@@ -216,6 +282,7 @@ def analyse(text: str, into: Analysis) -> None:
             if op == "minui":
                 below[results[0]] = set(operands[:2])
             ranges[results[0]] = result
+            _record(into, op, result)
         elif name == "scf.for" and "iter_args" in rest:
             bounds = re.match(r"%\w+ = (%\w+) to (%\w+) step (%\w+)", rest)
             if bounds and bounds.group(2) in casts:
@@ -271,6 +338,86 @@ def test_the_vocabulary_is_reached(analysis):
     # two-%mem regions accessed through both names, store-then-load in every combination
     assert analysis.aliasing["both"] >= 50
     assert min(analysis.store_load[k] for k in ("same index", "other index", "other memref")) >= 50
+
+
+# ------------------------------------------------------------------ range-known operands (issue 35)
+
+#: Each construct of range-known values, recognised in the text by its shape alone (the
+#: constant operands written out: no grammar is read), and the edge values its result must
+#: be known (by the analysis above) to lie next to, over the 10,000 programs.
+RANGED_SHAPES = {
+    "signed clamp": (re.compile(r"= arith\.constant (-?\d+) : i32\n *(%\w+) = arith\.maxsi %\w+, %\w+ : i32\n"
+                                r" *%\w+ = arith\.constant (-?\d+) : i32\n *%\w+ = arith\.minsi \2, %\w+ : i32"),
+                     "minsi", {"INT_MIN", "INT_MIN+1", "-1", "0", "1", "INT_MAX-1", "INT_MAX"}),
+    "signed clamp, min first": (re.compile(r"(%\w+) = arith\.minsi %\w+, %\w+ : i32\n *%\w+ = arith\.constant "
+                                           r"-?\d+ : i32\n *%\w+ = arith\.maxsi \1, %\w+ : i32"),
+                                "maxsi", {"INT_MIN", "INT_MIN+1", "-1", "0", "1", "INT_MAX-1", "INT_MAX"}),
+    "unsigned clamp": (re.compile(r"(%\w+) = arith\.maxui %\w+, %\w+ : i32\n *%\w+ = arith\.constant -?\d+ : "
+                                  r"i32\n *%\w+ = arith\.minui \1, %\w+ : i32"),
+                       "minui", {"INT_MIN", "INT_MIN+1", "1", "2", "INT_MAX-1", "INT_MAX"}),
+    "pinned bits": (re.compile(r"(%\w+) = arith\.andi %\w+, %\w+ : i32\n *%\w+ = arith\.constant -?\d+ : i32\n"
+                               r" *%\w+ = arith\.x?ori \1, %\w+ : i32"),
+                    "ori", {"INT_MIN", "INT_MIN+1", "-1", "2", "INT_MAX-1", "INT_MAX"}),
+    "select of constants": (re.compile(r"= arith\.constant -?\d+ : i32\n *(%\w+) = arith\.constant -?\d+ : i32\n"
+                                       r" *%\w+ = arith\.select %c\d+, %\w+, \1 : i32"),
+                            "select", {"INT_MIN", "INT_MIN+1", "-1", "0", "1", "2", "INT_MAX-1", "INT_MAX"}),
+    "scf.if of constants": (_IF_OF_CONSTANTS, "scf.if", {"INT_MIN", "INT_MIN+1", "-1", "0", "1", "INT_MAX-1",
+                                                         "INT_MAX"}),
+}
+
+
+def test_range_known_values_are_reached_narrow_and_defined(wide, analysis):
+    """Every construct of issue 35 occurs, its result is known to lie in a few values next to
+    each edge value, and programs holding it run defined through the reference interpreter."""
+    from harness.execute.interpret import interpret_program
+
+    print("\nnarrow results (op, edge value):", dict(sorted(analysis.narrow.items())))
+    print("sign known:", dict(sorted(analysis.sign.items())))
+    holding: dict[str, list[str]] = {name: [] for name in RANGED_SHAPES}
+    for tree in generate(wide, "fast", 11, 2000):
+        text = render(tree, wide)
+        for name, (shape, _, _) in RANGED_SHAPES.items():
+            if shape.search(text):
+                holding[name].append(text)
+    for name, (_, op, edges) in RANGED_SHAPES.items():
+        assert len(holding[name]) >= 30, (name, len(holding[name]))
+        reached = {edge for (o, edge), n in analysis.narrow.items() if o == op or (op == "ori" and o == "xori")}
+        assert edges <= reached, (name, edges - reached)
+        for text in holding[name][:5]:  # UndefinedBehaviour would be raised
+            interpret_program(text)
+    # the sign bit pinned (set by ori with INT_MIN, clear by andi with INT_MAX) on wide ranges
+    assert analysis.sign[("ori", "set")] >= 50 and analysis.sign[("andi", "clear")] >= 50
+
+
+#: Operand positions that must see edge values inside a narrow known range (edge_coverage's
+#: compile-time walk, harness/execute/edge_coverage.py: not the grammar), and which values.
+EXTREMES = {"INT_MIN", "INT_MIN+1", "INT_MAX-1", "INT_MAX"}
+NARROW_AT = {
+    **{(f"arith.{op}", pos): EXTREMES | {"-1"} for pos in (0, 1)
+       for op in ("cmpi", "maxsi", "minsi", "maxui", "minui", "addi", "subi", "muli")},
+    **{(f"arith.{op}", 0): {"INT_MAX-1", "INT_MAX"} for op in ("divsi", "divui", "shli", "shrsi", "shrui")},
+    ("arith.divui", 1): {"INT_MAX-1", "INT_MAX", "-1"},  # a divisor y | INT_MIN or max(y, 1) of a ranged y
+    ("arith.divsi", 1): {"INT_MAX-1", "INT_MAX"},  # max(y, 1) of y in [INT_MAX-3, INT_MAX]
+}
+
+
+def test_edge_values_reach_the_operands_as_narrow_ranges():
+    """3,000 programs' exec modules (the benchmark's sample): the comparisons, min/max and
+    flagged operations see INT_MIN, INT_MIN+1, -1, INT_MAX-1 and INT_MAX in narrow known
+    ranges, dividends and shifted values the top edge, divisors what their guards let through."""
+    from harness.core.render import renderer
+    from harness.execute.edge_coverage import edge_coverage
+    from harness.execute.render_exec import exec_module
+
+    wide = load_grammar(None, "wide")
+    render_text = renderer(wide, "canonical").render
+    coverage = edge_coverage(exec_module(render_text(t)) for t in generate(wide, "fast", 5, 3000))
+    print("\n" + coverage.summary())
+    assert coverage.stopped_rows == 0
+    missing = {key: sorted(edges - {c for o, p, c in coverage.narrow if (o, p) == key})
+               for key, edges in NARROW_AT.items()}
+    assert not {k: v for k, v in missing.items() if v}, missing
+    assert len(coverage.narrow) >= 0.7 * len(coverage.possible), coverage.summary()
 
 
 def test_decoded_mutated_crossed_and_minimized_programs_stay_defined(wide):
