@@ -28,7 +28,7 @@ from harness.contract import load_grammar  # noqa: E402
 from harness.core.engine import generate  # noqa: E402
 from harness.core.render import renderer  # noqa: E402
 from harness.execute.edge_coverage import EdgeCoverage, module_coverage  # noqa: E402
-from harness.execute.render_exec import exec_module  # noqa: E402
+from harness.execute.exec_rendering import exec_module  # noqa: E402
 from harness.execute.twins import plan_for, sampled, with_twins  # noqa: E402
 
 SHARES = (0.0, 0.25, 1.0)

@@ -72,7 +72,7 @@ from harness.core.render import renderer  # noqa: E402
 from harness.execute.differential import Optimizer, WrongCode, reference_outputs  # noqa: E402
 from harness.execute.executors import make_executor  # noqa: E402
 from harness.execute.interpret import InterpretError, interpret_program  # noqa: E402
-from harness.execute.render_exec import exec_module  # noqa: E402
+from harness.execute.exec_rendering import exec_module  # noqa: E402
 from harness.execute.toolchain import Toolchain  # noqa: E402
 
 PIPELINES = (
@@ -97,7 +97,9 @@ IR_PIPELINES = (
 def bench_ir(args) -> int:
     """(c): the IR executor against the JIT and against crash-only optimization."""
     from harness.execute.inprocess import InProcessExecutor
-    from harness.run.persistent import PersistentRunner, PersistentTarget, find_driver
+    from harness.run.driver_binary import find_driver
+    from harness.run.persistent_runner import PersistentRunner
+    from harness.run.persistent_target import PersistentTarget
     from harness.run.outcome import OutcomeKind
     from harness.run.target import Target
 

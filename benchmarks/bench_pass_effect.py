@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from harness.contract import load_grammar  # noqa: E402
 from harness.core.engine import generate  # noqa: E402
 from harness.core.render import renderer  # noqa: E402
-from harness.execute.render_exec import exec_module  # noqa: E402
+from harness.execute.exec_rendering import exec_module  # noqa: E402
 from harness.execute.twins import plan_for, with_twins  # noqa: E402
 from harness.run.pass_effect import PassEffectSettings, PassTally, measure  # noqa: E402
 from harness.run.target import resolve_target  # noqa: E402

@@ -3,10 +3,10 @@
 
     python benchmarks/bench_stop.py [--runs N] [--rounds R] [--stops K]
 
-1. Runner overhead of harness.run.lifetime (the run registry and the reaper):
+1. Runner overhead of harness.run.run_registry (the run registry and the reaper):
    the same programs through run_program on the fake loom-opt (--plant=none,
    about 2 ms a run: the worst case for a fixed per-run cost), alternating
-   blocks with the lifetime hooks and with them replaced by no-ops (the
+   blocks with the stop_requests hooks and with them replaced by no-ops (the
    medians), and the hooks alone timed on a live process group (the cost
    each run pays).  Goal: at most 3% of a run.
 2. Stop latency: ``loomfuzz fuzz`` on the fake loom-opt (--jobs 1 and 2) and
@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
 from harness.core.walk import random_trees  # noqa: E402
-from harness.run import lifetime  # noqa: E402
+from harness.run import run_registry  # noqa: E402
+from harness.run import stop_requests  # noqa: E402
 from harness.run.process import run_program
 from harness.run.target import Target
 
@@ -54,18 +55,18 @@ def runner_overhead(fake: str, runs: int, rounds: int) -> None:
     grammar = default_grammar()
     texts = [render(t, grammar) for t in random_trees(grammar, 1, runs)]
     target = Target("loom-opt", (fake, "--plant=none"), memory_mb=None)
-    hooks = (lifetime.run_started, lifetime.run_ended)
-    timings: dict[str, list[float]] = {"with lifetime": [], "without": []}
+    hooks = (stop_requests.run_started, stop_requests.run_ended)
+    timings: dict[str, list[float]] = {"with registry": [], "without": []}
     for _ in range(rounds):
         for mode in timings:
             if mode == "without":
-                lifetime.run_started = lambda pid: None
-                lifetime.run_ended = lambda pid: None
+                stop_requests.run_started = lambda pid: None
+                stop_requests.run_ended = lambda pid: None
             started = time.perf_counter()
             for text in texts:
                 run_program(target, text)
             timings[mode].append(len(texts) / (time.perf_counter() - started))
-            lifetime.run_started, lifetime.run_ended = hooks
+            stop_requests.run_started, stop_requests.run_ended = hooks
     print(f"1. runner, {runs} runs x {rounds} alternating rounds (fake loom-opt --plant=none)")
     with_, without = (statistics.median(timings[m]) for m in timings)
     print("   | mode | runs/s (median) |")
@@ -76,14 +77,14 @@ def runner_overhead(fake: str, runs: int, rounds: int) -> None:
           "is larger than the cost; the direct measure below is the figure)")
     # the hooks alone, on a live process group: what each run pays
     sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    lifetime.run_started(sleeper.pid)
-    lifetime._runs.pop(sleeper.pid, None)
+    stop_requests.run_started(sleeper.pid)
+    run_registry._runs.pop(sleeper.pid, None)
     n = 20000
     started = time.perf_counter()
     for _ in range(n):
-        lifetime.run_started(sleeper.pid)
-        lifetime._runs.pop(sleeper.pid, None)  # run_ended without the Stopped check's raise
-        lifetime._reaper.ended(sleeper.pid)
+        stop_requests.run_started(sleeper.pid)
+        run_registry._runs.pop(sleeper.pid, None)  # run_ended without the Stopped check's raise
+        run_registry._reaper.ended(sleeper.pid)
     per_run = (time.perf_counter() - started) / n
     sleeper.kill()
     sleeper.wait()

@@ -304,7 +304,7 @@ def compare_runners(work: Path, args) -> None:
     from harness.core.grammar import load_profile
     from harness.core.render import render as render_tree
     from harness.run.expectations import parse_expectations
-    from harness.run.persistent import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path
+    from harness.run.driver_binary import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path
     from harness.run.target import Target
 
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from harness.contract import load_grammar  # noqa: E402
 from harness.core.engine import generate  # noqa: E402
 from harness.core.render import renderer  # noqa: E402
-from harness.execute.render_exec import exec_module  # noqa: E402
+from harness.execute.exec_rendering import exec_module  # noqa: E402
 from harness.execute.twins import TwinPlan, plan_for, with_twins  # noqa: E402
 
 PASSES = ("canonicalize", "sccp", "cse", "int-range-optimizations", "arith-int-range-narrowing{int-bitwidths-supported=8,16}",

@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.commands import TargetOptionsConflict, settle_target_options
     from harness.core.compiled import GrammarError
-    from harness.run.lifetime import interrupt_handlers
+    from harness.run.stop_requests import interrupt_handlers
     from harness.run.probe import PipelineRefused
 
     try:

@@ -1,6 +1,6 @@
 // loomfuzz-exec: the driver's --exec mode (native/README.md, "Execution in process").
 //
-// One request is a batch of exec modules (harness.execute.render_exec), each
+// One request is a batch of exec modules (harness.execute.exec_rendering), each
 // with or without its optimized text.  For each: parse the original once;
 // unless the optimized text came with the request, run the optimization
 // pipeline on a clone, print it and parse the printed text again (what is

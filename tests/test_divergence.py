@@ -22,7 +22,7 @@ import pytest
 from harness.contract import load_grammar
 from harness.execute.interpret import interpret_program
 from harness.execute.releases import for_release
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.fuzzing.sources import from_generator
 from harness.run.normalize import first_difference, normalize
 from harness.triage.crashdb import TriageDB

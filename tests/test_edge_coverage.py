@@ -21,7 +21,8 @@ from harness.execute import edge_coverage as ec
 from harness.execute import inputs
 from harness.execute.edge_values import classes_in, edge_class, narrow
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import exec_module, layout_of
+from harness.execute.exec_layout import layout_of
+from harness.execute.exec_rendering import exec_module
 from harness.execute.twins import expected_output, plan_for, with_twins
 
 ROOT = Path(__file__).resolve().parent.parent

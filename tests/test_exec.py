@@ -20,7 +20,9 @@ from harness.execute import inputs
 from harness.execute.differential import (Optimizer, OptimizerError, ReferenceFailed, Same, TargetFailed,
                                           WrongCode, judge, judge_many, reference_outputs)
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import ExecRenderError, exec_module, layout_of
+from harness.execute.canonical_program import ExecRenderError
+from harness.execute.exec_layout import layout_of
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain, ToolchainError, combine
 
 ROOT = Path(__file__).resolve().parent.parent

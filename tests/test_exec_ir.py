@@ -18,9 +18,9 @@ from harness.execute.differential import ExecutorsDisagree, Optimizer, Same, Wro
 from harness.execute.executors import ProcessExecutor
 from harness.execute.inprocess import InProcessExecutor
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
-from harness.run.persistent import find_driver
+from harness.run.driver_binary import find_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"

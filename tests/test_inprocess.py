@@ -20,9 +20,9 @@ from harness.execute.executors import make_executor
 from harness.execute.inprocess import InProcessExecutor, in_process_optimizer
 from harness.execute.interpret import interpret_program
 from harness.execute.process_executor import ProcessExecutor
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
-from harness.run.persistent import default_driver_path
+from harness.run.driver_binary import default_driver_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "wrong_rewrite_opt.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import layout_of
+from harness.execute.exec_layout import layout_of
 from harness.execute.twins import expected_output, plan_of
 from harness.execute.toolchain import Toolchain, ToolchainError
 from twin_values import interpreted

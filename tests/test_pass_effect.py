@@ -135,7 +135,7 @@ def test_counter_matches_the_parser_on_wide_programs_after_passes():
     from harness.contract import load_grammar
     from harness.core.engine import generate
     from harness.core.render import renderer
-    from harness.execute.render_exec import exec_module
+    from harness.execute.exec_rendering import exec_module
 
     grammar = load_grammar(None, "wide")
     canonical = renderer(grammar, "canonical").render

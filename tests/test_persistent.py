@@ -1,4 +1,4 @@
-"""Persistent targets (harness/run/persistent.py, native/loomfuzz-mlir-driver.cpp).
+"""Persistent targets (harness/run/persistent_runner.py, native/loomfuzz-mlir-driver.cpp).
 
 Real processes throughout: the driver built by .ci/setup against Debian's
 libmlir-22-dev compared with mlir-opt-22; a C double of the driver
@@ -25,14 +25,10 @@ import pytest
 from harness.core.engine import generate as generate_trees
 from harness.core.grammar import default_grammar
 from harness.core.render import render as render_tree
-from harness.run.persistent import (
-    DRIVER_ENV,
-    DriverError,
-    PersistentRunner,
-    PersistentTarget,
-    default_driver_path,
-    persistent_target,
-)
+from harness.run.driver_binary import DRIVER_ENV, default_driver_path
+from harness.run.driver_protocol import DriverError
+from harness.run.persistent_runner import PersistentRunner
+from harness.run.persistent_target import PersistentTarget, persistent_target
 from harness.run.outcome import OutcomeKind
 from harness.run.process import run_program
 from harness.run.target import DEFAULT_MLIR_PIPELINE, resolve_target, Target
@@ -202,7 +198,8 @@ def test_driver_dies_with_its_parent(fake, tmp_path):
     script = (
         "import sys, time\n"
         "from harness.run.target import Target\n"
-        "from harness.run.persistent import PersistentRunner, PersistentTarget\n"
+        "from harness.run.persistent_runner import PersistentRunner\n"
+        "from harness.run.persistent_target import PersistentTarget\n"
         f"t = Target(name='f', argv=({fake!r},), timeout=600)\n"
         f"r = PersistentRunner(PersistentTarget(t, ({fake!r}, '--persistent')))\n"
         "r.run('warm up')\n"

@@ -14,7 +14,7 @@ from harness.core.engine import generate
 from harness.core.render import renderer
 from harness.execute.differential import reference_outputs
 from harness.execute.releases import for_release, major_version, without_overflow_flags
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
 
 FLAG_FORMS = [(op, flag) for op in ("addi", "subi", "muli") for flag in ("nsw", "nuw", "nsw, nuw")]

@@ -21,7 +21,8 @@ import pytest
 from harness.core.engine import generate
 from harness.core.grammar import default_grammar
 from harness.core.render import render
-from harness.run.persistent import DRIVER_ENV, PersistentTarget, default_driver_path
+from harness.run.driver_binary import DRIVER_ENV, default_driver_path
+from harness.run.persistent_target import PersistentTarget
 from harness.run.target import resolve_target, Target
 from harness.run.runners import (
     BatchRunner,

@@ -26,7 +26,9 @@ from harness.fuzzing.corpus import seed_corpus
 from harness.fuzzing.libfuzzer import child_env, fuzz_target_script
 from harness.fuzzing.options import SUMMARY_FILE, FuzzOptions, write_options
 from harness.fuzzing.worker_summary import read_summaries
-from harness.run import lifetime
+from harness.run import lifeline
+from harness.run import process_tree
+from harness.run import stop_requests
 from harness.run.atomic import remove_partials, write_atomically
 from harness.triage.inputs import collect_inputs
 
@@ -260,7 +262,7 @@ def freeze_campaign(run: Run) -> list[int]:
     (Not a reaper whose owner just ended: it is no longer below loomfuzz, and
     leaves by itself within moments unless frozen.)"""
     frozen = []
-    below = set(lifetime.descendants(run.proc.pid))
+    below = set(process_tree.descendants(run.proc.pid))
     for pid, _ in run.processes():
         if pid in below:
             try:
@@ -398,22 +400,22 @@ def test_lifeline_ends_when_its_owner_is_killed(tmp_path):
     an intermediate ``sh -c`` (libFuzzer's system()) that knows nothing of it."""
     code = ("import os, select, sys\n"
             "sys.path.insert(0, sys.argv[1])\n"
-            "from harness.run import lifetime\n"
-            "fds = lifetime.inherited_lifelines()\n"
+            "from harness.run import lifeline\n"
+            "fds = lifeline.inherited_lifelines()\n"
             "assert fds, os.environ.get('LOOMFUZZ_LIFELINE')\n"
             "print('ready', flush=True)\n"
             "select.select(fds, [], [])\n"
-            "print('ended' if lifetime.lifeline_ended(fds[0]) else 'data', flush=True)\n")
+            "print('ended' if lifeline.lifeline_ended(fds[0]) else 'data', flush=True)\n")
     owner_code = ("import subprocess, sys, time, os\n"
                   "sys.path.insert(0, sys.argv[1])\n"
-                  "from harness.run import lifetime\n"
-                  "line = lifetime.Lifeline()\n"
+                  "from harness.run import lifeline\n"
+                  "line = lifeline.Lifeline()\n"
                   "env = {**os.environ, **line.environment()}\n"
                   "child = subprocess.Popen(['sh', '-c', f'{sys.executable} -c \"$0\" \"$1\" > \"$2\"',"
                   " sys.argv[2], sys.argv[1], sys.argv[3]], env=env, pass_fds=line.pass_fds)\n"
                   "line.children_started()\n"
                   "time.sleep(600)\n")
-    root = str(Path(lifetime.__file__).resolve().parents[2])
+    root = str(Path(lifeline.__file__).resolve().parents[2])
     log = tmp_path / "child.log"
     owner = subprocess.Popen([sys.executable, "-c", owner_code, root, code, str(log)])
     deadline = time.monotonic() + 30
@@ -436,11 +438,11 @@ def test_kill_tree_reaches_processes_in_other_sessions(tmp_path):
          "subprocess.Popen(['sh', '-c', 'sleep 600 & sleep 600'])\n"
          "time.sleep(600)\n"])
     deadline = time.monotonic() + 20
-    while len(lifetime.descendants(parent.pid)) < 4 and time.monotonic() < deadline:
+    while len(process_tree.descendants(parent.pid)) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
-    tree = lifetime.descendants(parent.pid)
+    tree = process_tree.descendants(parent.pid)
     assert len(tree) >= 4
-    assert lifetime.kill_tree(parent.pid, include_root=True) >= 5
+    assert process_tree.kill_tree(parent.pid, include_root=True) >= 5
     parent.wait(timeout=10)
     deadline = time.monotonic() + 5
     while any(os.path.exists(f"/proc/{p}/cmdline") and open(f"/proc/{p}/cmdline").read()
@@ -457,7 +459,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
     corpus = tmp_path / "corpus"
     seed_corpus(corpus, default_grammar())
     env = child_env(None, {**os.environ, MARK: mark})
-    env.pop(lifetime.LIFELINE_ENV, None)
+    env.pop(lifeline.LIFELINE_ENV, None)
     err = tmp_path / "err"
     options = tmp_path / "options.json"
     write_options(FuzzOptions(binary=fake_loom_opt, timeout=60.0, artifacts=tmp_path / "a",
@@ -473,7 +475,7 @@ def test_the_fuzz_target_alone_stops_gracefully_on_sigterm(fake_loom_opt, tmp_pa
             assert proc.poll() is None, err.read_text()[-2000:]
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=30) == lifetime.INTERRUPTED_EXIT
+        assert proc.wait(timeout=30) == stop_requests.INTERRUPTED_EXIT
         deadline = time.monotonic() + GONE_WITHIN
         while marked(mark) and time.monotonic() < deadline:
             time.sleep(0.05)

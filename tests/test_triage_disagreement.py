@@ -27,10 +27,10 @@ from harness.execute.differential import ExecutorsDisagree, Optimizer, Same
 from harness.execute.inprocess import InProcessExecutor
 from harness.execute.interpret import interpret_program
 from harness.execute.process_executor import ProcessExecutor
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
 from harness.execute.twins import TwinPlan, with_twins
-from harness.run.persistent import find_driver
+from harness.run.driver_binary import find_driver
 from harness.triage.crashdb import TriageDB
 from harness.triage.wrong_code import signature_of
 

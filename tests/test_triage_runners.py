@@ -23,7 +23,7 @@ from harness.core.engine import generate
 from harness.core.grammar import default_grammar
 from harness.core.render import render
 from harness.run.expectations import parse_expectations
-from harness.run.persistent import LOOM_DRIVER_ENV
+from harness.run.driver_binary import LOOM_DRIVER_ENV
 from harness.run.target import resolve_target, Target
 from harness.run.runners import default_runner_kind
 from harness.triage.crashdb import TriageDB
@@ -158,7 +158,7 @@ def test_mlir_opt_22_triage_through_its_driver_records_what_processes_do(mlir_op
     """Real mlir-opt-22 and the driver .ci/setup builds: programs it accepts
     (no finding: each runs --repeat times) get the same records through both
     runners, and the persistent one starts one driver instead of a process per run."""
-    from harness.run.persistent import DRIVER_ENV, default_driver_path
+    from harness.run.driver_binary import DRIVER_ENV, default_driver_path
     from harness.core.grammar import load_profile
 
     driver_binary = os.environ.get(DRIVER_ENV) or str(default_driver_path())
@@ -213,7 +213,7 @@ def test_divergence_triage_judges_values_with_the_runner_it_is_given(tmp_path):
     mlir-opt-16 the one process per judgement.  Every start is counted by shims on PATH."""
     import shutil
 
-    from harness.run.persistent import DRIVER_ENV, default_driver_path
+    from harness.run.driver_binary import DRIVER_ENV, default_driver_path
 
     driver_binary = os.environ.get(DRIVER_ENV) or str(default_driver_path())
     if not os.access(driver_binary, os.X_OK):

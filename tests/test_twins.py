@@ -24,7 +24,9 @@ from harness.core.engine import generate
 from harness.core.render import renderer
 from harness.execute import inputs
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import ExecRenderError, exec_module, layout_of
+from harness.execute.canonical_program import ExecRenderError
+from harness.execute.exec_layout import layout_of
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
 from harness.execute.twins import ALL, TwinPlan, TwinRow, expected_output, plan_for, plan_of, sampled, with_twins
 from twin_values import interpreted

@@ -97,7 +97,9 @@ is -715827882 (arith's definition, its own folder and ``arith-expand`` since
 llvm/llvm-project #133774; the interpreter and the unoptimized run agree); the
 pass folds it to +715827882: ``intrange::inferCeilDivS`` still computes
 ``-(-a / b)`` for a negative dividend, and ``-INT_MIN`` wraps. MLIR 19 folds it
-right; the development head's wheel has no int-range-optimizations. Known
+right; MLIR 16 folds it wrong too, and MLIR 15 and 16's canonicalize as well (their
+own folder: #89382, fixed by #90947 in 19); MLIR 15 and the development head's wheel
+have no int-range-optimizations. Known
 upstream: #214637 (merged, the arith folder) and #215696 (open, the inference).
 Without twins the pass never sees INT_MIN as a constant here: 20,000 wide programs
 through int-range-optimizations gave no finding.
@@ -111,7 +113,10 @@ executor sees poison reach a print). Triage minimized the shifts to ``-1 >> (x &
 narrowed to ``i8`` (``NARROW_SHIFT``; upstream #218191, fixed by #218495 after LLVM 22); the
 others narrow an ``i32`` ``muli ... overflow<nsw, nuw>`` of two values in [0, 255] to ``i16``
 with both flags kept, though 65025 overflows ``i16`` signed (``NARROW_FLAGS``; not found
-reported upstream).
+reported upstream). The hunt of 2026-12-07 (range-known operands,
+``canonicalize,arith-int-range-narrowing{int-bitwidths-supported=8,16}``, 3,000 programs,
+seed 101) found a third: ``maxsi(0, x & 255)`` narrowed to a signed ``i8`` maximum, where 255
+is -1 (``NARROW_MAXSI``; as upstream #189676, merged after LLVM 22).
 """
 
 from __future__ import annotations
@@ -131,7 +136,7 @@ import pytest
 from harness.execute.differential import Optimizer, WrongCode, judge
 from harness.execute.interpret import interpret_program
 from harness.execute.releases import for_release, major_version
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 
 PROGRAMS = Path(__file__).parent / "programs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -403,6 +408,26 @@ def test_mlir_22_int_range_optimizations_folds_ceildivsi_of_int_min_to_its_negat
     assert f"arith.constant {right} : i32" in _folded(binary, divisor, "--int-range-optimizations")
 
 
+def _release(major: int) -> str:
+    binary = shutil.which(f"mlir-opt-{major}")
+    if binary is None:
+        pytest.fail(f"mlir-opt-{major} is not installed (bash .ci/setup installs it)")
+    return binary
+
+
+@pytest.mark.parametrize("divisor", [2, 3, 7])
+def test_older_releases_fold_ceildivsi_of_int_min_to_its_negation_too(divisor):
+    """Known bugs, expected: MLIR 15 and 16's own folder (canonicalize) gives the same wrong
+    positive value (llvm/llvm-project #89382, fixed by #90947 in 19, where the folder gives
+    up instead), and MLIR 16's int-range-optimizations too (found by triage --releases)."""
+    right = -((2 ** 31) // divisor)
+    for major in (15, 16):
+        assert f"arith.constant {-right} : i32" in _folded(_release(major), divisor, "--canonicalize")
+    assert f"arith.constant {-right} : i32" in _folded(_release(16), divisor, "--int-range-optimizations")
+    for major in (19, 22):  # the fixed folder leaves it alone
+        assert "arith.ceildivsi" in _folded(_release(major), divisor, "--canonicalize")
+
+
 def test_the_judge_finds_the_ceildivsi_fold_only_with_twins():
     """The hunt's finding (run --oracle differential --twins 1, int-range-optimizations,canonicalize,
     wide seed 41), minimized by triage: INT_MIN reaches ceildivsi as a twin's constant."""
@@ -441,6 +466,17 @@ func.func @f(%x: i32, %y: i32) -> i32 {
 """
 
 
+NARROW_MAXSI = """\
+func.func @f(%x: i32) -> i32 {
+  %c255 = arith.constant 255 : i32
+  %c0 = arith.constant 0 : i32
+  %a = arith.andi %x, %c255 : i32
+  %r = arith.maxsi %c0, %a : i32
+  return %r : i32
+}
+"""
+
+
 def _narrowed(binary: str, text: str, widths: str) -> str:
     done = subprocess.run([binary, f"--arith-int-range-narrowing=int-bitwidths-supported={widths}"], input=text,
                           capture_output=True, text=True, timeout=60)
@@ -467,3 +503,17 @@ def test_mlir_22_narrowing_keeps_overflow_flags_that_no_longer_hold(mlir_opt):
     assert 255 * 255 > 2 ** 15 - 1  # the signed i16 range the flag promises to stay in
     plain = _narrowed(mlir_opt, NARROW_FLAGS.replace(" overflow<nsw, nuw>", ""), "16")
     assert re.search(r"arith\.muli %\S+, %\S+ : i16", plain), plain
+
+
+def test_mlir_22_narrowing_narrows_a_signed_maximum_past_the_sign_bit(mlir_opt):
+    """Known bug, expected: maxsi(0, x & 255) is x & 255 (in [0, 255]); the pass narrows the
+    maximum to i8, where 255 is -1, so maxsi(-1, 0) gives 0 for x = -1 (the i8 range holds
+    [0, 255] only unsigned, and maxsi is signed).  As llvm/llvm-project #189676 ("Avoid sign
+    overflow when narrowing signed operations"), merged after LLVM 22.  Found by the hunt of
+    2026-12-07 (canonicalize,arith-int-range-narrowing{8,16}: 255 before, 0 after)."""
+    out = _narrowed(mlir_opt, NARROW_MAXSI, "8,16")
+    assert re.search(r"arith\.trunci %\S+ : i32 to i8", out), out
+    assert re.search(r"arith\.maxsi %\S+, %\S+ : i8", out), out
+    assert re.search(r"arith\.extui %\S+ : i8 to i32", out), out  # the i8 maximum read back unsigned
+    # by hand: x = -1 gives 255 before; after, trunci(255) is -1 in i8, maxsi(-1, 0) = 0
+    assert (-1 & 255) == 255 and max(255 - 256, 0) == 0

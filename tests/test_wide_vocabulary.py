@@ -407,7 +407,7 @@ def test_edge_values_reach_the_operands_as_narrow_ranges():
     ranges, dividends and shifted values the top edge, divisors what their guards let through."""
     from harness.core.render import renderer
     from harness.execute.edge_coverage import edge_coverage
-    from harness.execute.render_exec import exec_module
+    from harness.execute.exec_rendering import exec_module
 
     wide = load_grammar(None, "wide")
     render_text = renderer(wide, "canonical").render

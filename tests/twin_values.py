@@ -7,7 +7,8 @@ nothing of twins; a twin prints its original's line for its row under its own nu
 from __future__ import annotations
 
 from harness.execute.interpret import interpret_program
-from harness.execute.render_exec import exec_module, layout_of
+from harness.execute.exec_layout import layout_of
+from harness.execute.exec_rendering import exec_module
 from harness.execute.twins import TwinPlan, expected_output, with_twins
 
 

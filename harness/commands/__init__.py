@@ -217,7 +217,7 @@ def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = Non
     """The runner ``--runner`` names (default: the fastest that works for the target),
     after the pass pipeline passed its probe (:func:`probe_pipeline`).  Raises
     ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
-    from harness.run.persistent import DriverError
+    from harness.run.driver_protocol import DriverError
     from harness.run.target import TargetNotFound
     from harness.run.runners import make_runner
 
@@ -271,7 +271,10 @@ RUNNER_HELP = ("how programs run: process (one target process each), batch (many
                "through --split-input-file) or persistent (long-lived fork-server drivers, native/); "
                "default: persistent where the target's driver is built, else batch; with --oracle "
                "differential, persistent executes in the driver (its --exec mode: parse, optimize, "
-               "lower, JIT, run) and process or batch through mlir-opt-22 and mlir-runner-22 processes")
+               "lower, JIT, run) and process or batch through mlir-opt-22 and mlir-runner-22 processes; "
+               "with a reference build (default batch), persistent runs each build through the driver "
+               "of its own build (mlir-opt-19: loomfuzz-mlir-driver-19), a build without one in "
+               "batches, said in one line")
 
 
 def add_runner_argument(parser) -> None:
@@ -366,17 +369,23 @@ def divergence_from_args(args: argparse.Namespace, target, oracle=None):
 
 
 def divergence_runner(args: argparse.Namespace, target, settings, *, jobs: int | None = None):
-    """The :class:`harness.run.divergence.DivergenceRunner` of the options; raises
-    ``ReferenceBuildError`` (one line, exit 2) for ``--runner persistent`` (both builds run as
-    the binaries named)."""
+    """The :class:`harness.run.divergence.DivergenceRunner` of the options: both builds as
+    ``--runner`` says (default batch; ``persistent``: each build through the driver that stands
+    for it, a build without one in batches, said in one line on stderr)."""
+    import sys
+
     from harness.run.divergence import DivergenceRunner, ReferenceBuildError
 
     try:
-        return DivergenceRunner(target, settings, runner_kind=getattr(args, "runner", None),
-                                jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
-                                batch_size=getattr(args, "batch_size", None))
+        runner = DivergenceRunner(target, settings, runner_kind=getattr(args, "runner", None),
+                                  jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                                  batch_size=getattr(args, "batch_size", None),
+                                  restart_every=getattr(args, "restart_every", None))
     except ValueError as error:
         raise ReferenceBuildError(f"--runner: {error}") from None
+    for note in runner.notes:
+        print(f"loomfuzz {args.command}: note: {note}", file=sys.stderr)
+    return runner
 
 
 def add_oracle_arguments(parser) -> None:

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     grammar = grammar_from_args(args)
     if args.edges or args.pass_effect:
-        from harness.execute.render_exec import EXEC_STYLE, style_error
+        from harness.execute.exec_rendering import EXEC_STYLE, style_error
 
         problem = style_error(grammar, EXEC_STYLE)
         if problem:
@@ -141,7 +141,8 @@ def _programs(paths, grammar):
 def _exec_modules(paths, grammar, twins: float) -> tuple[list[str], int, int]:
     """(the corpus's exec modules, with constant twins for the ``twins`` share, how many have
     twins, how many programs have no exec rendering)."""
-    from harness.execute.render_exec import ExecRenderError, exec_module
+    from harness.execute.canonical_program import ExecRenderError
+    from harness.execute.exec_rendering import exec_module
     from harness.execute.twins import plan_for, sampled, with_twins
 
     texts, twinned, failed = [], 0, 0

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.codec import decode
     from harness.core.render import marker_after
     from harness.core.tree import describe
-    from harness.execute.render_exec import program_renderer, style_error
+    from harness.execute.exec_rendering import program_renderer, style_error
 
     grammar = grammar_from_args(args)
     problem = style_error(grammar, args.render)

@@ -180,7 +180,7 @@ def _check_target(args: argparse.Namespace, grammar):
         fastest = default_runner_kind(target) == "persistent" and args.coverage == "none"
         args.runner = "persistent" if fastest else "process"
     if args.runner == "persistent":
-        from harness.run.persistent import DriverError
+        from harness.run.driver_protocol import DriverError
         from harness.run.runners import persistent_for
 
         from harness.run.runners import DriverMismatch

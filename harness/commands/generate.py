@@ -48,7 +48,7 @@ def _write_stream(programs, grammar, render: str, stream) -> None:
     from harness.core.render import render_stream, separated
 
     if render == "exec":  # a transformation of whole programs: one at a time
-        from harness.execute.render_exec import program_renderer
+        from harness.execute.exec_rendering import program_renderer
 
         texts = separated(map(program_renderer(grammar, render), programs))
     else:
@@ -60,7 +60,7 @@ def _write_stream(programs, grammar, render: str, stream) -> None:
 
 def _write_folder(programs, grammar, render: str, folder: Path, count: int, progress: bool) -> None:
     from harness.contract import program_suffix
-    from harness.execute.render_exec import program_renderer
+    from harness.execute.exec_rendering import program_renderer
 
     render_program = program_renderer(grammar, render)
     suffix = program_suffix(grammar)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.stats import ChoiceCounts
 
     grammar = grammar_from_args(args)
-    from harness.execute.render_exec import style_error
+    from harness.execute.exec_rendering import style_error
 
     problem = style_error(grammar, args.render)
     if problem:

@@ -31,7 +31,12 @@ target as it is written.
 They run through --runner (default: the persistent driver where it is built,
 else batches through the target's --split-input-file), --jobs at once; every
 program gets the outcome it would get alone, and every finding is confirmed
-by a run in a fresh process.  Each finding leaves
+by a run in a fresh process.  With a reference build (--reference-mlir-opt,
+--reference-loom-opt; default batches) --runner persistent runs each build
+through the driver of its own build (mlir-opt-19: loomfuzz-mlir-driver-19); a
+build without one runs in batches, said in one line; the summary's runs: line
+names how each ran, and under --oracle differential an executors: line counts
+the outputs the driver died on (executed by the toolchain's processes instead).  Each finding leaves
 crash-<sha1 of the program text>.mlir and .json (whatever its kind) in
 --artifacts, as fuzz does; `loomfuzz triage DIR` reads them.  The folder also
 keeps the sweep's journal (sweep-<fingerprint>.jsonl): the same command run

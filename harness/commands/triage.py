@@ -72,6 +72,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also reduce each bucket's minimized text line by line (may leave the shape)")
     triage.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
                         help="minimization budget: candidates tested per bucket (default 400)")
+    triage.add_argument("--releases", default="auto", metavar="auto|none|PATH[,PATH...]",
+                        help="with --oracle differential: the builds each wrong-code bucket's minimized "
+                             "program is judged on too, under the pipeline it was found with (auto, the "
+                             "default: every mlir-opt-N on PATH and iree-opt where found; none: no other "
+                             "build); the report says which it reproduces on")
     triage.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")
     triage.add_argument("--no-batch", action="store_true",
@@ -120,9 +125,10 @@ def _oracle_config(args: argparse.Namespace, findings, grammar):
                            max_evaluations=args.max_candidates, progress=not args.no_progress)
 
 
-def _oracle_run(args: argparse.Namespace, triage, describe) -> int:
+def _oracle_run(args: argparse.Namespace, triage, describe, more=None) -> int:
     """Run an oracle's triage (harness.triage.oracle_runs), then its summary: a line on the
-    findings, a line per bucket (``describe(row)``), where the report is."""
+    findings, a line per bucket (``describe(row)``; ``more(row)``: a line under it, or None),
+    where the report is."""
     try:
         s = triage()
     except KeyboardInterrupt as error:  # a stop signal: the database keeps what was committed
@@ -133,6 +139,9 @@ def _oracle_run(args: argparse.Namespace, triage, describe) -> int:
           f"{s.minimized} group(s) minimized in {s.seconds:.1f} s", file=sys.stderr)
     for b in s.buckets:
         print(f"bucket {b['id']}: {b['kind']}, " + describe(b) + f", {b['count']} finding(s): {b['signature']}")
+        line = more(b) if more else None
+        if line:
+            print(f"  {line}")
     if s.report_dir:
         print(f"report: {s.report_dir}/report.md", file=sys.stderr)
     return 0
@@ -140,15 +149,28 @@ def _oracle_run(args: argparse.Namespace, triage, describe) -> int:
 
 def _run_wrong_code(args: argparse.Namespace, settings, findings, grammar) -> int:
     """``--oracle differential``: the differential findings (harness.triage.wrong_code_triage)."""
+    import json
+
+    from harness.triage.releases import releases_from_option
+    from harness.triage.report_markdown import release_summary
     from harness.triage.wrong_code_triage import run_wrong_code_triage
 
+    try:
+        releases = releases_from_option(args.releases)
+    except ValueError as error:
+        return _error(str(error))
     config = _oracle_config(args, findings, grammar)
 
     def describe(b) -> str:
         lit = f"; {args.out}/bucket-{b['id']}/regression.mlir" if b["lit_test"] and args.out else ""
         return f"culprit {b['culprit'] or '(whole pipeline)'}{lit}"
 
-    return _oracle_run(args, lambda: run_wrong_code_triage(config, settings), describe)
+    def reproduces_on(b) -> str | None:
+        found = json.loads(b["details"] or "{}").get("releases")
+        return f"releases: {release_summary(found)}" if found else None
+
+    return _oracle_run(args, lambda: run_wrong_code_triage(config, settings, releases=releases), describe,
+                       reproduces_on)
 
 
 def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[str]) -> int:
@@ -373,6 +395,10 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             print(f"culprit:      {b['culprit'] or '(whole pipeline)'} (shortest pipeline: {details.get('pipeline')})")
             if "reference_value" in details:
                 print(f"values:       reference {details['reference_value']}, observed {details['observed_value']}")
+            if details.get("releases"):
+                from harness.triage.report_markdown import release_summary
+
+                print(f"releases:     {release_summary(details['releases'])} (under {details.get('found_pipeline')})")
             if b["lit_test"]:
                 print(f"lit test:     {args.out}/bucket-{b['id']}/regression.mlir")
         if b["duplicate_of"] is not None:

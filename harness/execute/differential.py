@@ -1,6 +1,6 @@
 """The differential judge: does an optimizer keep an exec module's printed values?
 
-Given a program's exec text (``harness.execute.render_exec``) and an
+Given a program's exec text (``harness.execute.exec_rendering``) and an
 :class:`Optimizer` (``mlir-opt-22`` with a pipeline, or any mlir-opt-compatible
 binary by path), :func:`judge` optimizes the text, lowers and runs both the
 original and the optimized module with the trusted reference
@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from harness.execute import inputs
-from harness.execute.render_exec import ExecFunction, ExecLayout, layout_of, row_inputs
+from harness.execute.exec_layout import ExecFunction, ExecLayout, layout_of
+from harness.execute.exec_main import row_inputs
 from harness.execute.toolchain import ReferenceFailure, Toolchain
 
 __all__ = ["Difference", "ExecutorsDisagree", "Optimizer", "OptimizerError", "ReferenceFailed", "Same", "TargetFailed",

@@ -4,7 +4,7 @@ Most wrong folds need an edge value (:mod:`harness.execute.edge_values`: ``0``,
 ``1``, ``-1``, ``2``, ``2^k``, ``INT_MIN``, ``INT_MIN+1``, ``INT_MAX``,
 ``INT_MAX-1``; ``true``/``false`` for ``i1``) known at compile time in the
 operand where the fold goes wrong.  For a sample of exec modules
-(:mod:`harness.execute.render_exec`, with or without constant twins:
+(:mod:`harness.execute.exec_rendering`, with or without constant twins:
 :mod:`harness.execute.twins`) this measures, per triple ``(op, position, class)``,
 whether some module reaches it
 
@@ -40,7 +40,7 @@ from typing import Iterable, NamedTuple
 from harness.execute import inputs
 from harness.execute.edge_values import (EDGE_CLASSES, Undefined, classes_in, concrete, edge_class, full, interval,
                                          narrow)
-from harness.execute.render_exec import layout_of
+from harness.execute.exec_layout import layout_of
 
 __all__ = ["EdgeCoverage", "EdgeRow", "Triple", "edge_coverage", "module_coverage"]
 

@@ -34,7 +34,8 @@ EXECUTOR_KINDS = ("persistent", "process")
 def default_executor_kind() -> str:
     """``persistent`` where the driver is built (native/build, or ``$LOOMFUZZ_MLIR_DRIVER``),
     else ``process``."""
-    from harness.run.persistent import DriverError, find_driver
+    from harness.run.driver_binary import find_driver
+    from harness.run.driver_protocol import DriverError
 
     try:
         return "persistent" if find_driver("mlir-opt") else "process"
@@ -46,7 +47,7 @@ def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None 
                   in_process: str = "ir", cross_check: float = 0.0) -> Executor:
     """The executor ``kind`` (None: :func:`default_executor_kind`; ``batch`` is the process
     path, which batches anyway; ``in_process``, ``cross_check``: the in-process judge's executor
-    and sampled share, harness.execute.inprocess).  Raises ``harness.run.persistent.DriverError`` (one line)
+    and sampled share, harness.execute.inprocess).  Raises ``harness.run.driver_protocol.DriverError`` (one line)
     for ``persistent`` without a driver."""
     kind = kind or default_executor_kind()
     if kind in ("process", "batch"):

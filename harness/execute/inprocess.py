@@ -1,6 +1,6 @@
 """The differential oracle in process: the persistent driver's ``--exec`` mode.
 
-:class:`ExecDriver` is a :class:`harness.run.persistent.PersistentRunner`
+:class:`ExecDriver` is a :class:`harness.run.persistent_runner.PersistentRunner`
 (same start-up, framing, timeouts, restarts) whose programs are ``--exec``
 requests: a batch of exec modules, each with its optimized text or to be
 optimized by the driver's own pipeline (native/loomfuzz-exec.h has the
@@ -61,9 +61,12 @@ from harness.execute.differential import (
     printed_poison,
 )
 from harness.execute.process_executor import ProcessExecutor
-from harness.execute.render_exec import layout_of
+from harness.execute.exec_layout import layout_of
 from harness.execute.toolchain import Toolchain
-from harness.run.persistent import DriverError, PersistentRunner, PersistentTarget, find_driver
+from harness.run.driver_binary import find_driver
+from harness.run.driver_protocol import DriverError
+from harness.run.persistent_runner import PersistentRunner
+from harness.run.persistent_target import PersistentTarget
 from harness.run.outcome import OutcomeKind
 from harness.run.target import Target
 

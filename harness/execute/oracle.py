@@ -2,7 +2,7 @@
 
 :class:`DifferentialRunner` is a :class:`harness.run.runners.Runner`: it takes
 programs in the canonical rendering, renders each for execution
-(:func:`harness.execute.render_exec.exec_module`) and judges them in batches
+(:func:`harness.execute.exec_rendering.exec_module`) and judges them in batches
 through the settings' executor (:mod:`harness.execute.executors`,
 ``--runner persistent|process``: in the persistent driver's ``--exec`` mode,
 or one optimizer process with ``--split-input-file`` and one reference run
@@ -49,11 +49,12 @@ from harness.execute.executors import default_executor_kind, make_executor
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
 from harness.execute.process_executor import Executor
 from harness.execute.releases import for_release
-from harness.execute.render_exec import ExecRenderError, exec_module
+from harness.execute.canonical_program import ExecRenderError
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.execute.twins import DEFAULT_TWINS, TwinPlan, plan_for, sampled, with_twins
 from harness.run.atomic import write_atomically
-from harness.run.persistent import DriverError
+from harness.run.driver_protocol import DriverError
 from harness.run.expectations import Expectations
 from harness.run.identity import HEX_ELEMENTS_OPTION, identify_named
 from harness.run.probe import PipelineRefused

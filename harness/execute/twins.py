@@ -1,6 +1,6 @@
 """Constant twins: an exec module whose functions also run with their inputs known at compile time.
 
-In the exec rendering (:mod:`harness.execute.render_exec`) every input reaches
+In the exec rendering (:mod:`harness.execute.exec_rendering`) every input reaches
 a function at run time, loaded from public globals, so no folder and no range
 analysis ever sees an edge value (INT_MIN, -1, 0, INT_MAX ...) as a constant.
 A *twin* of a function is the same function for one row of the input table
@@ -33,8 +33,9 @@ import re
 from dataclasses import dataclass
 
 from harness.execute import inputs
-from harness.execute.render_exec import (ExecFunction, ExecLayout, ExecRenderError, layout_line, layout_of,
-                                         row_inputs)
+from harness.execute.canonical_program import ExecRenderError
+from harness.execute.exec_layout import ExecFunction, ExecLayout, layout_line, layout_of
+from harness.execute.exec_main import row_inputs
 
 __all__ = ["ALL", "DEFAULT_TWINS", "EDGE_ROWS", "TwinPlan", "TwinRow", "expected_output", "plan_for", "plan_of",
            "sampled", "with_twins"]

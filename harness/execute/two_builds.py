@@ -13,8 +13,13 @@ name (:attr:`OracleSettings.runner`):
   both outputs executed in one request by the IR executor, judged again by the
   JIT (what ``mlir-runner-22`` computes) where their values differ or show
   poison; the primary build, when it is ``mlir-opt-22`` itself, optimized in the
-  driver too (a program it fails on, or a driver that dies, runs as a process:
-  that says exactly how it fails).  The reference build is always its own process.
+  driver too when a divergence is confirmed (a program it fails on, or a driver
+  that dies, runs as a process: that says exactly how it fails).  An output the
+  driver dies on is executed by the trusted toolchain's processes instead, and
+  the deaths are counted (:meth:`InProcessSides.summary`: one line of the run's
+  and triage's summaries).  The reference build's confirmation is always its own
+  process (the side runners of :class:`harness.run.divergence.DivergenceRunner`
+  run each build through the driver of its own build where it has one).
 
 Where the settings name the persistent runner but the driver cannot stand for a part
 (no driver built, another reference toolchain, another primary binary), that part
@@ -36,11 +41,11 @@ from harness.execute.differential import _PROBE, OptimizerError, printed_poison
 from harness.execute.inprocess import INTERPRET, InProcessExecutor, in_process_optimizer
 from harness.execute.oracle import OracleError, OracleSettings, oracle_target
 from harness.execute.releases import for_release, major_version
-from harness.execute.render_exec import exec_module
+from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
 from harness.run.divergence import DivergenceSettings, failed_execution
 from harness.run.outcome import Outcome, OutcomeKind
-from harness.run.persistent import DriverError
+from harness.run.driver_protocol import DriverError
 from harness.run.process import run_program
 from harness.run.target import Target
 
@@ -73,7 +78,9 @@ _FAILED = {"parse": "lower", "reparse": "lower", "lower-optimized": "lower", "ji
 class InProcessSides:
     """The two builds' part in the persistent driver (see the module docstring): each
     output's values (:meth:`execute_all`) and, where the primary build is ``mlir-opt-22``,
-    its run of a program (:meth:`run_primary`); counted in :attr:`counts`."""
+    its run of a program (:meth:`run_primary`); counted in :attr:`counts` (``deaths``: outputs
+    the driver died on, executed by the toolchain's processes instead; ``primary_deaths``:
+    programs it died optimizing, run by the primary build's process instead)."""
 
     def __init__(self, oracle: OracleSettings, *, primary_in_driver: bool) -> None:
         executor = oracle.executor()  # the settings' own drivers (closed with the executors)
@@ -83,7 +90,7 @@ class InProcessSides:
         self.toolchain = oracle.toolchain
         self.pass_args = tuple(oracle.optimizer.argv()[1:])
         self.primary_in_driver = primary_in_driver and in_process_optimizer(oracle.optimizer)
-        self.counts = {"requests": 0, "jit": 0, "process": 0}
+        self.counts = {"requests": 0, "jit": 0, "process": 0, "deaths": 0, "primary_deaths": 0}
         self._known: OrderedDict[str, str] = OrderedDict()  # optimized text -> values (IR executor's)
         self._lock = threading.Lock()
 
@@ -104,6 +111,7 @@ class InProcessSides:
         if result is None:
             with self._lock:
                 self.counts["process"] += 1
+                self.counts["deaths"] += 1
             try:
                 return self.toolchain.execute(text)
             except Exception as error:  # noqa: BLE001 - as the process path compares it
@@ -126,6 +134,7 @@ class InProcessSides:
         if result is None or result.stage in ("parse", "optimize", "reparse") or not result.optimized_text.strip():
             with self._lock:
                 self.counts["process"] += 1
+                self.counts["primary_deaths"] += result is None
             return run_program(target, prepared)  # how it fails, exactly
         if result.stage == "ok":
             self._remember(result.optimized_text, self._values(result.optimized_text, result))
@@ -134,22 +143,39 @@ class InProcessSides:
 
     def execute_all(self, texts: Sequence[str]) -> list[str]:
         """Each output's printed values in one request, by the IR executor; where they differ
-        or show poison, by the JIT again (the values ``mlir-runner-22`` prints)."""
+        or show poison, by the JIT again (the values ``mlir-runner-22`` prints).  An output the
+        driver died on has the toolchain's values already: it is not sent again."""
         with self._lock:
             values = {t: self._known[t] for t in texts if t in self._known}
+        by_toolchain: set[str] = set()
         todo = list(dict.fromkeys(t for t in texts if t not in values))
         if todo:
             results = self._ask((), [(t, t, False, INTERPRET) for t in todo])
+            by_toolchain.update(t for t, r in zip(todo, results) if r is None)
             values.update((t, self._values(t, r)) for t, r in zip(todo, results))
         out = [values[t] for t in texts]
         if len(set(out)) > 1 or any(printed_poison(v) for v in out):
-            todo = list(dict.fromkeys(texts))
-            with self._lock:
-                self.counts["jit"] += len(todo)
-            results = self._ask((), [(t, t, False, 0) for t in todo])
-            values = {t: self._values(t, r) for t, r in zip(todo, results)}
+            todo = list(dict.fromkeys(t for t in texts if t not in by_toolchain))
+            if todo:
+                with self._lock:
+                    self.counts["jit"] += len(todo)
+                results = self._ask((), [(t, t, False, 0) for t in todo])
+                values.update((t, self._values(t, r)) for t, r in zip(todo, results))
             out = [values[t] for t in texts]
         return out
+
+    def summary(self) -> str | None:
+        """One line for the summary: the driver's deaths (``exec driver: 3 deaths, those outputs
+        executed by the toolchain``), or None when it died on nothing."""
+        with self._lock:
+            deaths, primary = self.counts["deaths"], self.counts["primary_deaths"]
+        parts = []
+        if deaths:
+            parts.append(f"{deaths} death{'s' if deaths != 1 else ''}, those outputs executed by the toolchain")
+        if primary:
+            parts.append(f"{primary} death{'s' if primary != 1 else ''} optimizing, those programs run by "
+                         "the primary build's process")
+        return "exec driver: " + "; ".join(parts) if parts else None
 
 
 def in_process_note(oracle: OracleSettings) -> tuple[str | None, bool]:
@@ -182,7 +208,7 @@ def exec_divergence_settings(reference: str, oracle: OracleSettings, compare: st
                               execute=partial(_execute, oracle.toolchain),
                               execute_all=sides.execute_all if sides else None,
                               run_primary=sides.run_primary if sides and sides.primary_in_driver else None,
-                              note=note)
+                              note=note, execution_summary=sides.summary if sides else None)
 
 
 def differential_target(oracle: OracleSettings) -> Target:

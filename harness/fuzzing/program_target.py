@@ -90,7 +90,8 @@ from harness.fuzzing.options import (
 from harness.fuzzing.worker_series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
 from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
-from harness.run.lifetime import Stopped, enter_critical, stopping as stop_requested
+from harness.run.critical_sections import enter_critical
+from harness.run.stop_requests import Stopped, stopping as stop_requested
 from harness.run.outcome import OutcomeKind
 from harness.run.target import resolve_target, TargetNotFound
 from harness.run.runners import Program
@@ -307,7 +308,8 @@ def _open_coverage(kind: str, binary: str):
 
 def _persistent_target(target, restart_every: Optional[int]):
     """The fork-server driver for ``target`` (harness.run.runners.persistent_for)."""
-    from harness.run.persistent import DEFAULT_RESTART_EVERY, DriverError
+    from harness.run.driver_protocol import DriverError
+    from harness.run.persistent_target import DEFAULT_RESTART_EVERY
     from harness.run.runners import persistent_for
 
     try:

@@ -3,7 +3,7 @@
 The fuzz target scripts call :func:`guard` before ``atheris.Setup``.  A stop
 request is a SIGINT, SIGTERM or SIGHUP, or the end of a lifeline inherited
 from ``loomfuzz fuzz`` or from libFuzzer's fork-mode parent (the owner
-closed it, or died: see :mod:`harness.run.lifetime`).
+closed it, or died: see :mod:`harness.run.lifeline`).
 
 A process that runs inputs (single mode, a fork-mode worker, a merge's inner
 process).  Python runs signal handlers only in the main thread between
@@ -15,7 +15,7 @@ bytecodes, so the handlers do nothing but wake, through
   (:func:`exit_if_stopping`) or when the killed run returns
   (:func:`exit_stopped`), after its summary line, with libFuzzer's interrupt
   status 72.  A finding already being written (a critical section,
-  ``harness.run.lifetime.enter_critical``) is finished: libFuzzer then writes
+  ``harness.run.critical_sections.enter_critical``) is finished: libFuzzer then writes
   ``crash-<sha1>`` and ends the process itself.
 * A second signal, or :data:`GRACE` seconds after the first request: the
   watcher ends the process itself, still never in the middle of a finding.
@@ -48,7 +48,10 @@ import time
 from typing import Callable, NoReturn, Optional, Sequence
 
 from harness.fuzzing.libfuzzer import flag_value
-from harness.run import lifetime
+from harness.run import critical_sections
+from harness.run import lifeline
+from harness.run import run_registry
+from harness.run import stop_requests
 
 __all__ = ["GRACE", "exit_if_stopping", "exit_stopped", "guard", "is_fork_parent"]
 
@@ -56,7 +59,7 @@ __all__ = ["GRACE", "exit_if_stopping", "exit_stopped", "guard", "is_fork_parent
 GRACE = 3.0
 
 _summary: Callable[[], None] = lambda: None
-_children: Optional[lifetime.Lifeline] = None
+_children: Optional[lifeline.Lifeline] = None
 
 
 def is_fork_parent(flags: Sequence[str]) -> bool:
@@ -74,25 +77,25 @@ def guard(flags: Sequence[str], summary: Callable[[], None]) -> None:
     ``flags`` are libFuzzer's; ``summary`` prints the summary line (once)."""
     global _summary, _children
     _summary = summary
-    lifelines = lifetime.inherited_lifelines()
-    if any(lifetime.lifeline_ended(fd) for fd in lifelines):
+    lifelines = lifeline.inherited_lifelines()
+    if any(lifeline.lifeline_ended(fd) for fd in lifelines):
         # The campaign ended while this process was starting: leave before fuzzing.
-        lifetime.request_stop("the campaign ended")
+        stop_requests.request_stop("the campaign ended")
         exit_stopped()
     if is_fork_parent(flags):
         _guard_fork_parent(flags, lifelines)
         return
     for fd in lifelines:
         os.set_inheritable(fd, False)  # the targets have no use for them
-    os.environ.pop(lifetime.LIFELINE_ENV, None)
+    os.environ.pop(lifeline.LIFELINE_ENV, None)
 
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     # A signal this process was started with ignored (nohup, a background job)
     # stays ignored; it still gets our handler, or libFuzzer would install its own.
-    obeyed = {s for s in lifetime.STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
-    for signum in lifetime.STOP_SIGNALS:
+    obeyed = {s for s in stop_requests.STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
+    for signum in stop_requests.STOP_SIGNALS:
         signal.signal(signum, _ignore)
     threading.Thread(target=_watch, args=(lifelines, wake_read, obeyed),
                      name="loomfuzz-stop-watcher", daemon=True).start()
@@ -104,14 +107,14 @@ def _guard_fork_parent(flags: Sequence[str], lifelines: Sequence[int]) -> None:
     global _children
     # The workers watch the campaign's lifelines themselves (they stay
     # inheritable) and one of ours: if this process dies, they stop too.
-    _children = lifetime.Lifeline()
+    _children = lifeline.Lifeline()
     os.environ.update(_children.environment())
     if flag_value(flags, "handle_usr1") != "0":
         # At the campaign's end the kernel raises SIGUSR1, libFuzzer's
         # graceful-exit request: it ends a corpus merge between attempts (the
         # jobs end by themselves: their workers see the same end of file).
         for fd in lifelines:
-            lifetime.signal_at_end(fd, signal.SIGUSR1)
+            lifeline.signal_at_end(fd, signal.SIGUSR1)
     # SIGINT and SIGTERM: libFuzzer's own handler (it removes its temporary
     # folder and exits; the workers see our lifeline end).  It installs one
     # only where the disposition is the default, and Python set SIGINT's.
@@ -133,7 +136,7 @@ def _watch(lifelines: Sequence[int], wake: int, obeyed: set) -> None:
             if fd == wake:
                 for signum in os.read(wake, 256):
                     if signum in obeyed:
-                        requests.append((lifetime.signal_name(signum), True))
+                        requests.append((stop_requests.signal_name(signum), True))
                 continue
             try:
                 data = os.read(fd, 1)
@@ -143,8 +146,8 @@ def _watch(lifelines: Sequence[int], wake: int, obeyed: set) -> None:
                 fds.remove(fd)
                 requests.append(("the campaign ended", False))
         for reason, escalates in requests:
-            already = lifetime.stopping()
-            count = lifetime.request_stop(reason, escalates=escalates)
+            already = stop_requests.stopping()
+            count = stop_requests.request_stop(reason, escalates=escalates)
             if not already:
                 deadline = time.monotonic() + GRACE
             elif count > 1 and escalates:
@@ -154,7 +157,7 @@ def _watch(lifelines: Sequence[int], wake: int, obeyed: set) -> None:
 
 def exit_if_stopping() -> None:
     """Call where the process is at a safe point (the start of an input)."""
-    if lifetime.stopping():
+    if stop_requests.stopping():
         exit_stopped()
 
 
@@ -163,7 +166,7 @@ _leaving = threading.Lock()  # the main thread and the watcher may both get here
 
 def exit_stopped() -> NoReturn:
     """End this process now: runs killed, summary line printed, status 72."""
-    lifetime.kill_runs()
+    run_registry.kill_runs()
     if not _leaving.acquire(blocking=False):
         while True:  # the other thread is printing the summary and ends the process
             time.sleep(1)
@@ -176,10 +179,10 @@ def exit_stopped() -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(lifetime.INTERRUPTED_EXIT)
+    os._exit(stop_requests.INTERRUPTED_EXIT)
 
 
 def _force_exit() -> None:
-    if lifetime.begin_forced_exit():
+    if critical_sections.begin_forced_exit():
         exit_stopped()
     # else: a finding is being written; libFuzzer ends the process right after

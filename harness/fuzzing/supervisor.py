@@ -5,7 +5,7 @@
 * in a process group of its own (``process_group=0``), so that a terminal's
   Ctrl-C reaches ``loomfuzz`` alone and the stop goes through one path, and
   the group can be swept at the end;
-* with a lifeline (:class:`harness.run.lifetime.Lifeline`): closing it, or
+* with a lifeline (:class:`harness.run.lifeline.Lifeline`): closing it, or
   ``loomfuzz`` dying however it dies, tells every process of the campaign to
   stop (:mod:`harness.fuzzing.stopping`);
 * with stdin from ``/dev/null`` (a background group must not read the terminal).
@@ -15,7 +15,7 @@ lifeline: the campaign winds down within moments (runs killed, findings
 being written finished, summary lines printed) and ``loomfuzz`` prints its
 summary and exits with 128 + the signal.  A second signal, or
 :data:`ESCALATE` seconds without an end, freezes and kills the whole tree
-(:func:`harness.run.lifetime.kill_tree`; the targets are in it, their
+(:func:`harness.run.process_tree.kill_tree`; the targets are in it, their
 sessions notwithstanding).  When the fuzz target has exited, whatever is left
 in its process group is killed (while the exited leader, not yet reaped,
 keeps the group id from being reused) and libFuzzer's fork-mode temporary
@@ -31,7 +31,9 @@ import subprocess
 import threading
 from typing import Mapping, Optional, Sequence
 
-from harness.run import lifetime
+from harness.run import lifeline
+from harness.run import process_tree
+from harness.run import stop_requests
 
 __all__ = ["ESCALATE", "Supervisor"]
 
@@ -47,7 +49,7 @@ class Supervisor:
         self.proc: Optional[subprocess.Popen] = None
         self.signum: Optional[int] = None  # the first stop signal received
         self.killed = False  # the tree had to be killed
-        self._lifeline: Optional[lifetime.Lifeline] = None
+        self._lifeline: Optional[lifeline.Lifeline] = None
         self._timer: Optional[threading.Timer] = None
         self._previous: dict[int, object] = {}
 
@@ -55,7 +57,7 @@ class Supervisor:
 
     def __enter__(self) -> "Supervisor":
         if threading.current_thread() is threading.main_thread():
-            for signum in lifetime.STOP_SIGNALS:
+            for signum in stop_requests.STOP_SIGNALS:
                 if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup: SIGHUP stays ignored
                     self._previous[signum] = signal.signal(signum, self._on_signal)
         return self
@@ -74,7 +76,7 @@ class Supervisor:
     # -------------------------------------------------------------- start
 
     def start(self, command: Sequence[str], env: Mapping[str, str], **popen) -> subprocess.Popen:
-        self._lifeline = lifetime.Lifeline()
+        self._lifeline = lifeline.Lifeline()
         self.proc = subprocess.Popen(
             list(command),
             env={**env, **self._lifeline.environment(env)},
@@ -112,7 +114,7 @@ class Supervisor:
         self.killed = True
         if self._lifeline is not None:
             self._lifeline.close()
-        lifetime.kill_tree(proc.pid, include_root=True)
+        process_tree.kill_tree(proc.pid, include_root=True)
 
     def finish(self) -> None:
         """After the fuzz target ended: sweep its group, its temporary folder."""

@@ -20,10 +20,15 @@ but computes the same is not a finding).  Two builds failing the same way is no
 divergence: the target's own verdict (a crash is still a crash) stands.
 
 :class:`DivergenceRunner` is a :class:`harness.run.runners.Runner`: the two builds
-run side by side through two runners of their own (batches or one process per
-program; never the persistent driver, which is libMLIR 22 and not the binary
-named), and every divergence is confirmed by a run of each build alone in a fresh
-process (:func:`judge_alone`) before it is a finding.
+run side by side through two runners of their own, of the kind ``--runner`` names
+(batches by default, or one process per program).  Under ``persistent`` each build
+runs through the persistent driver that stands for *its own* build
+(:func:`harness.run.runners.persistent_for`: ``mlir-opt-22`` through
+``loomfuzz-mlir-driver``, ``mlir-opt-19`` through ``loomfuzz-mlir-driver-19``); a
+build without one, or two builds that would share one driver, run in batches, and
+:attr:`DivergenceRunner.notes` says so in one line (never one build's programs
+through another build's driver).  Every divergence is confirmed by a run of each
+build alone in a fresh process (:func:`judge_alone`) before it is a finding.
 
 How a build's program runs alone and how outputs are executed are the settings'
 (``run_primary``, ``execute``, ``execute_all``): by default a fresh process and
@@ -38,6 +43,7 @@ import functools
 import itertools
 import os
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,17 +54,20 @@ from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
 from harness.run.normalize import LineDifference, first_difference, normalize
 from harness.run.judge import judge
 from harness.run.outcome import Outcome, OutcomeKind, Verdict
+from harness.run.driver_protocol import DriverError
+from harness.run.persistent_target import PersistentTarget
 from harness.run.process import run_program
 from harness.run.target import explicit_binary, Target, TargetNotFound
-from harness.run.runners import BatchRunner, Judge, ProcessRunner, Program, Result, Runner
+from harness.run.runners import (BatchRunner, Judge, PersistentPool, ProcessRunner, Program, Result, Runner,
+                                 persistent_for)
 
 __all__ = ["COMPARISONS", "Divergence", "DivergenceResult", "DivergenceRunner", "DivergenceSettings",
            "DivergenceVerdict", "ReferenceBuildError", "check_reference", "compare", "failed_execution", "judge_alone",
-           "reproduction_command", "resolve_reference"]
+           "reproduction_command", "resolve_reference", "side_drivers"]
 
 COMPARISONS = ("outcome", "output", "values")
-#: The runner kinds that run the binary named (``persistent`` runs the driver instead).
-SIDE_RUNNERS = ("batch", "process")
+#: How each build runs (``--runner``); ``persistent``: the driver that stands for that build.
+SIDE_RUNNERS = ("batch", "process", "persistent")
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,8 @@ class DivergenceSettings:
     run_primary: Callable[[Target, str], Outcome] | None = None
     #: one line: where the judge named could not be used, and what runs instead
     note: str | None = None
+    #: one line for the summary of what the in-process judge did (its driver's deaths), or None
+    execution_summary: Callable[[], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.compare not in COMPARISONS:
@@ -236,37 +247,103 @@ def _never_a_finding(target: Target, text: str, outcome: Outcome) -> Verdict:
     return Verdict(outcome, "either", False, "")
 
 
-def _side_runner(kind: str, target: Target, judge_with: Judge, jobs: int,
-                 batch_size: int | None) -> Runner:
+def _real(binary: str) -> str:
+    return os.path.realpath(shutil.which(binary) or binary)
+
+
+def _driver_of(target: Target, restart_every: int | None) -> PersistentTarget:
+    """The persistent driver that stands for ``target``'s build, sending every printed module
+    back (the outputs are compared); raises ``DriverError`` (one line) where none does."""
+    # the differential target is the optimizer's command line: an mlir-opt build's driver
+    lookup = replace(target, name="mlir-opt") if target.name == "differential" else target
+    persistent = replace(persistent_for(lookup, restart_every), process=target)
+    if "--emit-output" not in persistent.driver:
+        persistent = replace(persistent, driver=(*persistent.driver, "--emit-output"))
+    return persistent
+
+
+def side_drivers(target: Target, reference: Target, restart_every: int | None = None
+                 ) -> tuple[PersistentTarget | None, PersistentTarget | None, list[str]]:
+    """The persistent drivers that stand for this build and for the reference build (None: that
+    build runs in batches), and one line for each build that has none.  Two builds that are two
+    binaries but would run through one driver (both say the same release) both run in batches:
+    the driver can stand for one of them at most, and which one it cannot tell."""
+    found: list[PersistentTarget | None] = []
+    notes: list[str] = []
+    for role, side in (("this build", target), ("the reference build", reference)):
+        try:
+            found.append(_driver_of(side, restart_every))
+        except DriverError as why:
+            found.append(None)
+            notes.append(f"--runner persistent: {role} {side.argv[0]} runs in batches, never through "
+                         f"another build's driver: {why}")
+    mine, theirs = found
+    if (mine is not None and theirs is not None and _real(mine.driver[0]) == _real(theirs.driver[0])
+            and _real(target.argv[0]) != _real(reference.argv[0])):
+        return None, None, [f"--runner persistent: both builds run in batches: {target.argv[0]} and "
+                            f"{reference.argv[0]} are two binaries, and the one driver {mine.driver[0]} "
+                            "would stand for both (the same release): it is at most one of them"]
+    return mine, theirs, notes
+
+
+def _side_runner(kind: str, target: Target, judge_with: Judge, jobs: int, batch_size: int | None,
+                 persistent: PersistentTarget | None = None) -> Runner:
     if kind == "process":
         return ProcessRunner(target, judge=judge_with, jobs=jobs)
-    if kind == "batch":
+    if kind == "persistent" and persistent is not None:
+        return PersistentPool(target, persistent, judge=judge_with, jobs=jobs)
+    if kind in ("batch", "persistent"):  # persistent without a driver of its own: batches (said)
         return BatchRunner(target, judge=judge_with, jobs=jobs, batch_size=batch_size, fallback=None)
-    raise ValueError(f"the divergence mode runs both builds as {' or '.join(SIDE_RUNNERS)}, "
-                     f"not {kind!r} (the persistent driver is not the binary named)")
+    raise ValueError(f"runner must be one of {', '.join(SIDE_RUNNERS)}, not {kind!r}")
 
 
 class DivergenceRunner(Runner):
-    """The programs through the target and its reference build; divergences are findings."""
+    """The programs through the target and its reference build; divergences are findings.
+
+    ``runner_kind`` (default ``batch``) is how each build runs; ``persistent``: each through
+    the driver that stands for it (:func:`side_drivers`), a build without one in batches, and
+    :attr:`notes` say so (one line each, for the user)."""
 
     kind = "divergence"
 
     def __init__(self, target: Target, settings: DivergenceSettings, *, runner_kind: str | None = None,
-                 jobs: int = 1, batch_size: int | None = None) -> None:
-        super().__init__(target, jobs=1)  # the two side runners do the work
+                 jobs: int = 1, batch_size: int | None = None, restart_every: int | None = None) -> None:
+        kind = runner_kind or "batch"
+        if kind not in SIDE_RUNNERS:
+            raise ValueError(f"runner must be one of {', '.join(SIDE_RUNNERS)}, not {kind!r}")
+        super().__init__(target, jobs=1)  # the two side runners do the work ...
+        self.jobs = max(1, jobs)  # ... with this many workers each (the summary says so)
         if settings.execute is not None:  # a confirmation prints the same outputs: run them once
             settings = replace(settings, execute=functools.lru_cache(maxsize=64)(settings.execute))
         self.settings = settings
         self.reference_target = settings.reference_target(target)
-        kind = runner_kind or "batch"
-        self.primary = _side_runner(kind, target, judge, jobs, batch_size)
-        self.reference = _side_runner(kind, self.reference_target, _never_a_finding, jobs, batch_size)
+        mine = theirs = None
+        self.notes: list[str] = []
+        if kind == "persistent":
+            mine, theirs, self.notes = side_drivers(target, self.reference_target, restart_every)
+        self.primary = _side_runner(kind, target, judge, jobs, batch_size, mine)
+        self.reference = _side_runner(kind, self.reference_target, _never_a_finding, jobs, batch_size, theirs)
         self._confirmations = 0  # processes of the confirmations (two per divergence)
+
+    def describe(self) -> str:
+        """``divergence (this build: persistent, driver X; the reference: batch)``: how each ran."""
+        return f"divergence (this build: {self.primary.describe()}; the reference: {self.reference.describe()})"
+
+    def executor_summary(self) -> str | None:
+        """What the in-process judge of the two builds' values did (its driver's deaths), or None."""
+        summary = self.settings.execution_summary
+        return summary() if summary is not None else None
 
     def close(self) -> None:
         self.primary.close()
         self.reference.close()
         super().close()
+
+    def _sum_sides(self) -> None:
+        self.stats.processes = self.primary.stats.processes + self.reference.stats.processes + \
+            self._confirmations
+        self.stats.restarts = {**{f"this build {w}": c for w, c in self.primary.stats.restarts.items()},
+                               **{f"the reference {w}": c for w, c in self.reference.stats.restarts.items()}}
 
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
         pairs = ((p, Program(p.key, self.settings.prepared(p.text))) for p in programs)
@@ -277,16 +354,14 @@ class DivergenceRunner(Runner):
             with self._lock:
                 self.stats.programs += 1
                 self.stats.executions += result.executions
-                self.stats.processes = self.primary.stats.processes + self.reference.stats.processes + \
-                    self._confirmations
+                self._sum_sides()
             yield result
 
     def _one(self, program: Program) -> Result:
         prepared = Program(program.key, self.settings.prepared(program.text))
         result = self._paired(program, prepared.text, self.primary.run_one(prepared),
                               self.reference.run_one(prepared))
-        self.stats.processes = self.primary.stats.processes + self.reference.stats.processes + \
-            self._confirmations
+        self._sum_sides()
         return result
 
     def _paired(self, program: Program, prepared: str, mine: Result, theirs: Result) -> Result:

@@ -68,7 +68,7 @@ def write_finding(
     ``rule``, ``finding``, ``finding_kind`` (one of FINDING_KINDS), ``why`` and
     ``persistent_only`` (true: only a persistent driver failed, a fresh
     process did not; ``why`` then starts with ``persistent-only:``), plus
-    ``extra``'s keys (e.g. ``persistent``: harness.run.persistent).
+    ``extra``'s keys (e.g. ``persistent``: harness.run.persistent_evidence).
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)

@@ -118,7 +118,7 @@ class Verdict:
     rule: str = ""  # name of the expectation rule that applied
     kind: str = ""  # one of FINDING_KINDS; empty when not a finding
     # A persistent driver's finding that a fresh process does not reproduce
-    # (state carried between inputs; harness.run.persistent).
+    # (state carried between inputs; harness.run.persistent_runner).
     persistent_only: bool = False
 
     def to_json(self) -> dict:

@@ -4,9 +4,9 @@ Each run starts the target in its own session (so its whole process group can
 be killed on timeout), applies ``RLIMIT_AS`` (``memory_mb``) and
 ``RLIMIT_CORE=0`` with ``prlimit`` right after the exec and before the program
 is written to stdin, and reads both pipes with ``communicate``: no shell, no
-temporary files.  Every run is registered with :mod:`harness.run.lifetime`:
+temporary files.  Every run is registered with :mod:`harness.run.stop_requests`:
 a stop request kills it at once (``run_program`` then raises
-``lifetime.Stopped`` instead of judging a killed run), and if this process
+``stop_requests.Stopped`` instead of judging a killed run), and if this process
 dies without a word its reaper kills it.
 """
 
@@ -18,7 +18,7 @@ import signal as _signal
 import subprocess
 import time
 
-from harness.run import lifetime
+from harness.run import stop_requests
 from harness.run.outcome import Outcome, classify
 from harness.run.target import Target, TargetNotFound
 
@@ -58,7 +58,7 @@ def run_program(target: Target, text: str) -> Outcome:
         )
     except OSError as e:
         raise TargetNotFound(f"cannot run {target.argv[0]}: {e.strerror}") from None
-    lifetime.run_started(proc.pid)  # a stop kills it; a reaper kills it if we die
+    stop_requests.run_started(proc.pid)  # a stop kills it; a reaper kills it if we die
     _set_limits(proc.pid, target.memory_mb)
     timed_out = False
     try:
@@ -79,13 +79,13 @@ def run_program(target: Target, text: str) -> Outcome:
     except BaseException:
         _kill_group(proc.pid)
         proc.wait()
-        lifetime.child_ended(proc.pid)
+        stop_requests.child_ended(proc.pid)
         raise
     duration = time.monotonic() - start
     if timed_out:
         # reap anything still alive in the group (the leader is gone already)
         _kill_group(proc.pid)
-    lifetime.run_ended(proc.pid)  # raises lifetime.Stopped if a stop cut the run short
+    stop_requests.run_ended(proc.pid)  # raises stop_requests.Stopped if a stop cut the run short
     stdout = out.decode("utf-8", errors="replace")
     stderr = err.decode("utf-8", errors="replace")
     kind, status, sig, reason = classify(

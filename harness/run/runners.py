@@ -10,7 +10,7 @@ implementation:
                (:mod:`harness.run.batch`); a batch that cannot be read is run
                again program by program through the persistent driver when
                there is one, else bisected
-``persistent`` ``jobs`` long-lived drivers (:mod:`harness.run.persistent`),
+``persistent`` ``jobs`` long-lived drivers (:mod:`harness.run.persistent_runner`),
                each a fork server: a crash replaces only its own worker, by
                a fork, and is confirmed as the first program of a fresh one
 =============  ===============================================================
@@ -40,15 +40,11 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from harness.run import head_driver
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
-from harness.run.persistent import (
-    HEAD_DRIVER_NAME,
-    DriverError,
-    PersistentEvidence,
-    PersistentRunner,
-    PersistentTarget,
-    find_driver,
-    persistent_target,
-)
+from harness.run.driver_binary import HEAD_DRIVER_NAME, find_driver
+from harness.run.driver_protocol import DriverError
+from harness.run.persistent_evidence import PersistentEvidence
+from harness.run.persistent_runner import PersistentRunner
+from harness.run.persistent_target import PersistentTarget, persistent_target
 from harness.run.identity import IdentityError, identify, pipeline_passes
 from harness.run.judge import judge, write_finding
 from harness.run.outcome import Outcome, Verdict
@@ -295,7 +291,7 @@ class PersistentPool(Runner):
         return Result(program, verdict.outcome, verdict, executions)
 
     def worker_stats(self):
-        """Each worker's :class:`harness.run.persistent.PersistentStats`."""
+        """Each worker's :class:`harness.run.persistent_stats.PersistentStats`."""
         return [(state.name, state.runner.stats) for state in self._states]
 
 

@@ -40,7 +40,8 @@ Under ``--oracle differential`` both builds' outputs are executed by the judge t
 settings name (:mod:`harness.execute.two_builds`: with the persistent runner, in
 the driver, the primary build ``mlir-opt-22`` optimized there too; the reference
 build is always a process of its own); a part that cannot run so is said in one
-line at the start.
+line at the start, and the outputs the driver died on (executed by the toolchain's
+processes instead) in one line at the end.
 
 A bucket keeps both builds' command lines, the comparison, the first
 difference and a ready reproduction command in ``details``, and each build's
@@ -268,4 +269,8 @@ def run_divergence_triage(config: OracleRunConfig, target: Target, settings: Div
     log = log or (lambda message: print(message, file=sys.stderr))
     if settings.note:
         log(f"triage: note: {settings.note}")
-    return run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar), log=log)
+    summary = run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar), log=log)
+    deaths = settings.execution_summary() if settings.execution_summary is not None else None
+    if deaths:  # the in-process judge's driver died on outputs (none: nothing to say)
+        log(f"triage: {deaths}")
+    return summary

@@ -25,7 +25,7 @@ does the rest, the same way for both:
 
 Every choice depends only on the findings and the database, never on which
 thread finished first: ``--jobs 1`` and ``--jobs 2`` give the same database.
-A stop (a signal: :class:`harness.run.lifetime.Stopped` raised by the next
+A stop (a signal: :class:`harness.run.stop_requests.Stopped` raised by the next
 judgement in the threads, :func:`stop_point`) keeps what was committed; the
 next run on the database resumes the unfinished run (same run id) and redoes
 nothing that was recorded.
@@ -45,7 +45,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 from harness.contract import program_suffix
 from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
-from harness.run import lifetime
+from harness.run import stop_requests
 from harness.triage.buckets import OracleBucket
 from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.progress import Progress
@@ -115,12 +115,14 @@ class OracleTriage(Protocol):
 
     def minimize(self, group: Group, max_evaluations: int) -> OracleBucket: ...
 
+    # optional: ``minimize_status() -> str``, the rest of the minimize stage's progress line
+
 
 def stop_point() -> None:
-    """Raise :class:`harness.run.lifetime.Stopped` when this process is stopping: called
+    """Raise :class:`harness.run.stop_requests.Stopped` when this process is stopping: called
     before every judgement, so a stopped triage starts no new target run."""
-    if lifetime.stopping():
-        raise lifetime.Stopped("stopping")
+    if stop_requests.stopping():
+        raise stop_requests.Stopped("stopping")
 
 
 def sidecar_kind(sidecar: Path) -> str | None:
@@ -234,7 +236,8 @@ def run_oracle_triage(config: OracleRunConfig, oracle: OracleTriage, *,
                 progress.update()
 
         groups = _groups(db, oracle)
-        progress = Progress("minimize", len(groups), "buckets", lambda: "", enabled=config.progress)
+        status = getattr(oracle, "minimize_status", lambda: "")  # e.g. wrong code's release judgements
+        progress = Progress("minimize", len(groups), "buckets", status, enabled=config.progress)
         with progress:
             buckets = _in_order(pool, lambda group: oracle.minimize(group, config.max_evaluations), groups)
             for group, bucket in zip(groups, buckets):

@@ -103,7 +103,13 @@ leaves half a report.  A crash bucket's regression test is made by
           "details": null,                        // oracle buckets: the oracle's facts, e.g.
                                                   // {"pipeline": "builtin.module(canonicalize,cse)",
                                                   //  "first_difference": "...", "reference_value": "3",
-                                                  //  "observed_value": "-3"}; a divergence's:
+                                                  //  "observed_value": "-3"}; a wrong-code or
+                                                  // executor-disagreement bucket's also "found_pipeline"
+                                                  // (the whole pipeline) and "releases": one record per
+                                                  // build judged (harness.triage.releases): {"name":
+                                                  // "MLIR 19", "binary", "version": "19.1.7", "result":
+                                                  // "correct", "detail", "same_first_difference",
+                                                  // "under_test"}; a divergence's:
                                                   // {"this_build", "reference_build", "compare",
                                                   //  "aspect", "kinds", "first_difference", "reproduce"}
           "build_input": null,                    // divergence buckets: bucket-1/input.mlir

@@ -26,6 +26,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from harness.triage.report_markdown import release_summary
+
 __all__ = ["highlight_mlir", "report_html"]
 
 _TOKENS = re.compile(
@@ -182,7 +184,32 @@ def _oracle_facts(b: dict, out_dir: Path) -> str:
             text = _read(out_dir / b[key], 20_000)
             out.append(f'<details class="{key}"><summary>{e(title)} (<a href="{e(b[key])}">{e(b[key])}</a>)'
                        f'</summary><pre>{e(text or "(file missing)")}</pre></details>')
+    if details.get("releases"):
+        out.append(_releases_table(details))
     return "\n".join(out)
+
+
+def _releases_table(details: dict) -> str:
+    """The builds a bucket's program was judged on (harness.triage.releases), one row each."""
+    e = html.escape
+    rows = "".join(
+        f'<tr class="release {e(r["result"].replace(" ", "-"))}"><td>{e(r["name"])}'
+        + (" <small>(under test)</small>" if r.get("under_test") else "")
+        + f'</td><td><code>{e(r["binary"])}</code></td><td>{e(r.get("version") or "-")}</td>'
+        f'<td>{e(r["result"])}</td><td>{e(r.get("detail") or "")}</td></tr>'
+        for r in details["releases"])
+    return (f'<h3>Reproduces on <small>(under <code>{e(str(details.get("found_pipeline")))}</code>; the reference '
+            f'values the interpreter\'s)</small></h3><table class="releases"><tr><th>build</th><th>binary</th>'
+            f'<th>LLVM</th><th>result</th><th>detail</th></tr>{rows}</table>')
+
+
+def _releases_summary(data: dict) -> str:
+    """Per bucket judged on releases, the releases it reproduces on (one line each)."""
+    e = html.escape
+    items = "".join(f'<li><a href="#bucket-{b["id"]}">bucket {b["id"]}</a>: '
+                    f'{e(release_summary(b["details"]["releases"]))}</li>'
+                    for b in data["buckets"] if (b.get("details") or {}).get("releases"))
+    return f'<p>Releases each bucket\'s program was judged on:</p><ul id="releases">{items}</ul>' if items else ""
 
 
 def _bucket_section(bucket: dict, out_dir: Path) -> str:
@@ -325,7 +352,7 @@ def report_html(data: dict, out_dir: str | Path) -> str:
         f"<p><small>Generated {e(str(data.get('generated')))} from <code>{e(str(data.get('database')))}</code>"
         "; the same data as report.json.</small></p>\n"
         + "\n".join(lines) + "\n" + _chart(data) + "\n<h2>Buckets</h2>\n"
-        + _table(data) + "\n" + sections
+        + _table(data) + "\n" + _releases_summary(data) + "\n" + sections
         + f"\n<h2>Not reproducing ({len(nr)})</h2><ul>{not_reproducing}</ul>\n"
         + f"<script>{_JS}</script>\n</body></html>\n"
     )

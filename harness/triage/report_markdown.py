@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import shlex
 
-__all__ = ["report_markdown"]
+__all__ = ["release_summary", "report_markdown"]
+
+
+def release_summary(results: list[dict]) -> str:
+    """``MLIR 19: correct; MLIR 22: reproduces; head (24.0.0git): rejects`` (the optimizer under
+    test marked so), from a bucket's ``details["releases"]`` (harness.triage.releases)."""
+    return "; ".join(f"{r['name']}{' (under test)' if r.get('under_test') else ''}: {r['result']}"
+                     for r in results)
 
 
 def _cell(text) -> str:
@@ -49,6 +56,21 @@ def _divergence_lines(b: dict) -> list[str]:
     return lines
 
 
+def _releases_lines(details: dict) -> list[str]:
+    """The table of the builds a bucket's program was judged on (harness.triage.releases)."""
+    releases = details.get("releases")
+    if not releases:
+        return []
+    lines = ["", f"Reproduces on (the minimized program under `{_cell(details.get('found_pipeline'))}`, "
+             "the reference values the interpreter's):", "",
+             "| build | binary | LLVM | result | detail |", "|---|---|---|---|---|"]
+    for r in releases:
+        name = r["name"] + (" (under test)" if r.get("under_test") else "")
+        lines.append(f"| {_cell(name)} | `{_cell(r['binary'])}` | {_cell(r.get('version') or '-')} "
+                     f"| {_cell(r['result'])} | {_cell(r.get('detail'))} |")
+    return lines + [""]
+
+
 def _oracle_lines(b: dict) -> list[str]:
     """An oracle bucket's own facts: culprit, shortest pipeline, values (report.md)."""
     if b["oracle"] == "divergence":
@@ -64,7 +86,7 @@ def _oracle_lines(b: dict) -> list[str]:
     for key, what in (("reference_output", "reference values"), ("observed_output", "observed values")):
         if b.get(key):
             lines.append(f"- {what}: [{b[key]}]({b[key]})")
-    return lines
+    return lines + _releases_lines(details)
 
 
 def report_markdown(data: dict) -> str:
@@ -107,6 +129,12 @@ def report_markdown(data: dict) -> str:
             f"| {repro} | {_cell(size)} |"
         )
     lines.append("")
+    affected = [(b["id"], (b.get("details") or {}).get("releases")) for b in data["buckets"]]
+    if any(found for _, found in affected):
+        lines.append("Releases each bucket's program was judged on:")
+        lines.append("")
+        lines.extend(f"- [bucket {k}](#bucket-{k}): {_cell(release_summary(found))}" for k, found in affected if found)
+        lines.append("")
     for b in data["buckets"]:
         lines.append(f'<a id="bucket-{b["id"]}"></a>')
         lines.append("")

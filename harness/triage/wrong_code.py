@@ -10,7 +10,7 @@ are triaged by :mod:`harness.triage.wrong_code_triage` with these:
 * :func:`verdict_of`: a program judged under a pipeline, the reference values
   from the interpreter (a program off P1-P24 or with undefined behaviour has
   no verdict: it is never wrong code); a stop request raises
-  :class:`harness.run.lifetime.Stopped`;
+  :class:`harness.run.stop_requests.Stopped`;
 * :func:`culprit_pass`: **pipeline bisection**, the shortest prefix of the
   textual pipeline (its top-level passes; a nested ``func.func(...)`` kept
   whole, then bisected inside) whose result already gives the finding names
@@ -42,7 +42,8 @@ from harness.checker import check_text
 from harness.execute.differential import ExecutorsDisagree, Verdict, WrongCode, differences, printed_poison
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError, _split_list, layout_of
+from harness.execute.canonical_program import ExecRenderError, split_top_level
+from harness.execute.exec_layout import layout_of
 from harness.execute.toolchain import LOWERING
 from harness.execute.twins import expected_output
 from harness.triage.oracle_runs import sidecar_kind, stop_point
@@ -78,7 +79,7 @@ def pipeline_passes(pipeline: str) -> tuple[str, list[str]]:
     match = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*", pipeline, re.S)
     if match is None:
         return "", [pipeline]
-    return match.group(1), _split_list(match.group(2))
+    return match.group(1), split_top_level(match.group(2))
 
 
 def _joined(anchor: str, passes: list[str]) -> str:
@@ -95,7 +96,7 @@ def culprit_pass(differs: Callable[[str], bool], pipeline: str) -> tuple[str, st
             continue
         nested = re.fullmatch(r"([\w.]+)\((.*)\)", passes[k - 1], re.S)
         if nested:
-            inner = _split_list(nested.group(2))
+            inner = split_top_level(nested.group(2))
             for j in range(1, len(inner) + 1):
                 inside = f"{nested.group(1)}({','.join(inner[:j])})"
                 candidate = _joined(anchor, passes[:k - 1] + [inside])

@@ -35,11 +35,18 @@ differently, how, and the operations of the first function whose lines differ
 keeps the JIT's output of that module as ``reference_output`` and the IR
 executor's as ``observed_output`` (``bucket-N/reference.txt``, ``observed.txt``),
 and no lit test: the reference runner is a JIT, and the JIT's values pass.
+
+After minimization a wrong-code or executor-disagreement bucket's program is
+judged again under the whole pipeline (``details``: ``found_pipeline``) with the
+optimizer under test and every release ``--releases`` names as the optimizer
+(:mod:`harness.triage.releases`): ``details["releases"]`` says which it
+reproduces on, one record per build.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,11 +58,12 @@ from harness.core.reduce import minimize
 from harness.core.render import render
 from harness.execute.differential import ExecutorsDisagree, TargetFailed, WrongCode
 from harness.execute.oracle import OracleSettings
-from harness.execute.render_exec import ExecRenderError
+from harness.execute.canonical_program import ExecRenderError
 from harness.execute.twins import TwinPlan, plan_of
 from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, minimized_fields,
                                         run_oracle_triage, sidecar_kind)
+from harness.triage.releases import CHECKED_KINDS, ReleaseSelection, judge_on_releases
 from harness.triage.wrong_code import (DISAGREEMENT, KINDS, culprit_pass, disagreement_of, lit_test, signature_of,
                                        verdict_of)
 
@@ -86,6 +94,14 @@ class WrongCodeTriage:
     kinds: dict[str, str] = field(default_factory=dict)
     #: whether the in-process judge can run (the driver is built): executor disagreements need it
     in_process: bool = True
+    #: the releases each bucket's minimized program is judged on (None: none; --releases)
+    releases: ReleaseSelection | None = None
+    #: release judgements made so far (the minimize stage's progress line)
+    release_runs: "_Count" = field(default_factory=lambda: _Count())
+
+    def minimize_status(self) -> str:
+        """The minimize stage's progress: the release judgements made so far."""
+        return f"{self.release_runs.value} release judgement(s)" if self.releases and self.releases.releases else ""
 
     def settings_for(self, twins: str | None, kind: str | None = None) -> OracleSettings:
         """The settings with exactly the twins ``twins`` (a plan's text; None: none); for an
@@ -147,6 +163,13 @@ class WrongCodeTriage:
         signature = f"{culprit or WHOLE_PIPELINE} | {signature_of(exec_text, verdict)}"
         first = verdict.first if wrong else None
         details = {"pipeline": pipeline, "twins": twins or None}
+        if self.releases is not None and self.releases.spec != "none" and kind in CHECKED_KINDS \
+                and _kind_of(verdict) == kind:
+            found_pipeline = self.settings.optimizer.pipeline or ""
+            details["found_pipeline"] = found_pipeline
+            details["releases"] = [r.to_json() for r in judge_on_releases(
+                text, settings, found_pipeline, kind, verdict, self.releases.releases,
+                judged=self.release_runs.add)]
         reference_output = observed_output = None
         if wrong:
             details["first_difference"] = verdict.describe()
@@ -174,9 +197,21 @@ class WrongCodeTriage:
         )
 
 
+class _Count:
+    """A counter the judging threads add to and the progress line reads."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
 def _in_process_available(settings: OracleSettings) -> str | None:
     """None where the in-process judge runs, else why not (one line)."""
-    from harness.run.persistent import DriverError
+    from harness.run.driver_protocol import DriverError
 
     try:
         replace(settings, runner="persistent").executor()
@@ -186,10 +221,15 @@ def _in_process_available(settings: OracleSettings) -> str | None:
 
 
 def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
+                          releases: ReleaseSelection | None = None,
                           log: Callable[[str], None] | None = None) -> OracleSummary:
     """Both stages over the differential findings ``config.findings`` (see the module docstring);
-    executor disagreements judged in process where ``--runner`` names processes, said in one line."""
+    executor disagreements judged in process where ``--runner`` names processes, said in one line;
+    each bucket's program judged on ``releases`` too (None: on none), which are named in one line."""
     log = log or (lambda message: print(message, file=sys.stderr))
+    if releases is not None and releases.spec != "none":
+        log(f"triage: {releases.describe()}; each bucket's program is judged on them and on the optimizer "
+            f"under test ({settings.optimizer.binary})")
     kinds = recorded_kinds(config.findings)
     disagreements = sum(kind == DISAGREEMENT for kind in kinds.values())
     why_not = None
@@ -202,7 +242,8 @@ def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
             log(f"triage: note: {disagreements} executor-disagreement finding(s) cannot be judged by two "
                 f"executors ({why_not}): they will not reproduce")
     return run_oracle_triage(config, WrongCodeTriage(settings, config.grammar, plans=twin_plans(config.findings),
-                                                     kinds=kinds, in_process=why_not is None), log=log)
+                                                     kinds=kinds, in_process=why_not is None, releases=releases),
+                             log=log)
 
 
 def recorded_kinds(findings: Sequence[Path]) -> dict[str, str]:
