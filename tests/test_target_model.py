@@ -142,6 +142,36 @@ def test_a_release_without_its_driver_runs_the_target_itself_and_says_so():
         runner.close()
 
 
+def test_a_wrapper_that_says_the_release_is_run_itself_never_the_releases_driver(tmp_path):
+    """A wrapper around mlir-opt-22 (a test double, a patched build) prints the same --version,
+    but the driver is linked with mlir-opt-22's library: it stands for that binary alone.  The
+    runs go through the wrapper (its log counts them), in batches, said in one line; the real
+    mlir-opt-22 still gets its driver."""
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "wrapped-mlir-opt"
+    wrapper.write_text(f'#!/bin/sh\necho call >> {log}\nexec {_tool("mlir-opt-22")} "$@"\n')
+    wrapper.chmod(0o755)
+    target = resolve_target(str(wrapper))
+    assert target.build.version == identify(_tool("mlir-opt-22")).version  # the same --version
+    runner = make_runner("persistent", target)
+    try:
+        assert runner.kind == "batch" and runner.fallback is None
+        assert f"stands for {identify(_tool('mlir-opt-22')).binary}, not the target {wrapper}" in runner.note
+    finally:
+        runner.close()
+    done = loomfuzz("run", "--target", str(wrapper), "--pipeline", "builtin.module(canonicalize)", "-n", "20",
+                    "--profile", "wide", "--artifacts", str(tmp_path / "a"), "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "runner batch" in done.stdout and "runner persistent" not in done.stdout, done.stdout
+    calls = log.read_text().count("call")
+    assert calls >= 2, calls  # the probe and the batches: the wrapper itself ran
+    real = make_runner("persistent", resolve_target("mlir-opt-22"))
+    try:
+        assert real.kind == "persistent" and not getattr(real, "note", None)
+    finally:
+        real.close()
+
+
 def test_the_heads_driver_answers_as_the_heads_tool(tmp_path):
     """A program the head refuses: the driver's diagnostics are iree-opt's own (buffer <stdin>,
     line, column, message, source line and caret), and its status is iree-opt's."""

@@ -25,7 +25,7 @@ run side by side through two runners of their own, of the kind ``--runner`` name
 runs through the persistent driver that stands for *its own* build
 (:func:`harness.run.runners.persistent_for`: ``mlir-opt-22`` through
 ``loomfuzz-mlir-driver``, ``mlir-opt-19`` through ``loomfuzz-mlir-driver-19``); a
-build without one, or two builds that would share one driver, run in batches, and
+build without one (another release, a wrapper that says the same release), runs in batches, and
 :attr:`DivergenceRunner.notes` says so in one line (never one build's programs
 through another build's driver).  Every divergence is confirmed by a run of each
 build alone in a fresh process (:func:`judge_alone`) before it is a finding.
@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import shlex
-import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -247,10 +245,6 @@ def _never_a_finding(target: Target, text: str, outcome: Outcome) -> Verdict:
     return Verdict(outcome, "either", False, "")
 
 
-def _real(binary: str) -> str:
-    return os.path.realpath(shutil.which(binary) or binary)
-
-
 def _driver_of(target: Target, restart_every: int | None) -> PersistentTarget:
     """The persistent driver that stands for ``target``'s build, sending every printed module
     back (the outputs are compared); raises ``DriverError`` (one line) where none does."""
@@ -265,9 +259,9 @@ def _driver_of(target: Target, restart_every: int | None) -> PersistentTarget:
 def side_drivers(target: Target, reference: Target, restart_every: int | None = None
                  ) -> tuple[PersistentTarget | None, PersistentTarget | None, list[str]]:
     """The persistent drivers that stand for this build and for the reference build (None: that
-    build runs in batches), and one line for each build that has none.  Two builds that are two
-    binaries but would run through one driver (both say the same release) both run in batches:
-    the driver can stand for one of them at most, and which one it cannot tell."""
+    build runs in batches), and one line for each build that has none.  A driver stands for one
+    binary (:func:`harness.run.driver_binary.stands_for`), so a wrapper beside the build it wraps
+    (both say the same release) runs in batches and the build itself through its driver."""
     found: list[PersistentTarget | None] = []
     notes: list[str] = []
     for role, side in (("this build", target), ("the reference build", reference)):
@@ -278,11 +272,6 @@ def side_drivers(target: Target, reference: Target, restart_every: int | None = 
             notes.append(f"--runner persistent: {role} {side.argv[0]} runs in batches, never through "
                          f"another build's driver: {why}")
     mine, theirs = found
-    if (mine is not None and theirs is not None and _real(mine.driver[0]) == _real(theirs.driver[0])
-            and _real(target.argv[0]) != _real(reference.argv[0])):
-        return None, None, [f"--runner persistent: both builds run in batches: {target.argv[0]} and "
-                            f"{reference.argv[0]} are two binaries, and the one driver {mine.driver[0]} "
-                            "would stand for both (the same release): it is at most one of them"]
     return mine, theirs, notes
 
 

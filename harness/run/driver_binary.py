@@ -1,11 +1,15 @@
 """Which persistent driver binary runs a target: where ``.ci/setup`` builds the
 drivers (one per MLIR release, and the development head's), the variables that
-name another one, and the driver whose LLVM release is the target's.
+name another one, the driver whose LLVM release is the target's, and the one
+binary each driver stands for (:func:`stands_for`): a driver is linked with one
+build's library, so it is that build's own tool, never a wrapper around it or
+another build that happens to print the same ``--version``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -21,6 +25,7 @@ __all__ = [
     "driver_candidates",
     "find_driver",
     "release_driver_path",
+    "stands_for",
 ]
 
 DRIVER_ENV = "LOOMFUZZ_MLIR_DRIVER"  # the upstream driver (native/build/loomfuzz-mlir-driver)
@@ -87,3 +92,35 @@ def find_driver(target_name: str, build: BuildIdentity | None = None) -> Optiona
                 continue
     default = default_driver_path()
     return str(default) if str(default) in candidates else None
+
+
+def stands_for(driver: str) -> tuple[str, ...] | None:
+    """The real paths of the binaries ``driver`` stands for, or None for a driver the user
+    named (``$LOOMFUZZ_MLIR_DRIVER``, ``$LOOMFUZZ_LOOM_DRIVER``: they said which build it is).
+
+    A driver ``.ci/setup`` built for release N is linked with Debian's libMLIR N, the
+    library of ``mlir-opt-N``: it stands for that binary alone (empty where it is not
+    installed).  The head's driver runs the ``iree-base-compiler`` wheel's bindings: it
+    stands for the wheel's ``iree-opt`` (the binary beside them and this environment's
+    ``iree-opt`` script, which runs it)."""
+    real = os.path.realpath(driver)
+    for env in (DRIVER_ENV, LOOM_DRIVER_ENV):
+        given = os.environ.get(env)
+        if given and os.path.realpath(given) == real:
+            return None
+    if os.path.basename(driver) == HEAD_DRIVER_NAME:
+        try:
+            from harness.run.head_driver import tool_beside_bindings
+
+            tool = tool_beside_bindings()
+        except ImportError:  # no wheel: the driver cannot run either
+            return ()
+        script = Path(sys.executable).parent / "iree-opt"
+        return tuple(os.path.realpath(p) for p in (tool, script) if os.path.exists(p))
+    try:
+        version = identify(driver).version
+    except IdentityError:
+        return ()
+    major = version.split(".")[0] if version else ""
+    tool = which(f"mlir-opt-{major}") if major.isdigit() else None
+    return (os.path.realpath(tool),) if tool else ()

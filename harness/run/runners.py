@@ -40,7 +40,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from harness.run import head_driver
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
-from harness.run.driver_binary import HEAD_DRIVER_NAME, find_driver
+from harness.run.driver_binary import HEAD_DRIVER_NAME, find_driver, stands_for
 from harness.run.driver_protocol import DriverError
 from harness.run.persistent_evidence import PersistentEvidence
 from harness.run.persistent_runner import PersistentRunner
@@ -391,6 +391,12 @@ def driver_mismatch(target: Target) -> str | None:
     if mine.version != target.build.version:
         return (f"the persistent driver {driver} is LLVM {mine.version}, the target "
                 f"{target.build.binary} is LLVM {target.build.version}")
+    binaries = stands_for(driver)
+    if binaries is not None and target.build.binary not in binaries:
+        # the same --version is not the same build: a wrapper, a patched build, a test double
+        own = binaries[0] if binaries else f"no installed mlir-opt-{mine.version.split('.')[0]}"
+        return (f"the persistent driver {driver} stands for {own}, not the target "
+                f"{target.build.binary} (which says LLVM {target.build.version} too)")
     pipelines = [arg.split("=", 1)[1] for arg in target.argv[1:] if arg.startswith("--pass-pipeline=")]
     missing = [name for pipeline in pipelines for name in pipeline_passes(pipeline) if name not in mine.passes]
     if missing:  # mlir-opt's test passes (test-loop-unrolling) are not in libMLIR
