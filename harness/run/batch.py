@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from harness.run.judge import judge
+from harness.run.judge import Judge, judge
 from harness.run.outcome import classify, Outcome, OutcomeKind, Verdict
 from harness.run.process import run_program
 from harness.run.target import Target
@@ -137,7 +137,6 @@ def join_programs(texts: Sequence[str]) -> tuple[str, list[int]]:
     return "".join(parts), starts
 
 
-Judge = Callable[[Target, str, Outcome], Verdict]
 #: Runs the programs of the given indices one by one (e.g. through a persistent
 #: driver): (result, executions) each.
 Fallback = Callable[[list[int]], list[tuple[ProgramResult, int]]]

@@ -50,13 +50,13 @@ from typing import Callable, Iterable, Iterator, Sequence
 from harness.run.atomic import write_atomically
 from harness.run.probe import PROBE_MODULES, PipelineRefused, probe_target
 from harness.run.normalize import LineDifference, first_difference, normalize
-from harness.run.judge import judge
+from harness.run.judge import Judge, judge
 from harness.run.outcome import Outcome, OutcomeKind, Verdict
 from harness.run.driver_protocol import DriverError
 from harness.run.persistent_target import PersistentTarget
 from harness.run.process import run_program
 from harness.run.target import explicit_binary, Target, TargetNotFound
-from harness.run.runners import (BatchRunner, Judge, PersistentPool, ProcessRunner, Program, Result, Runner,
+from harness.run.runners import (BatchRunner, PersistentPool, ProcessRunner, Program, Result, Runner,
                                  persistent_for)
 
 __all__ = ["COMPARISONS", "Divergence", "DivergenceResult", "DivergenceRunner", "DivergenceSettings",

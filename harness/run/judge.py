@@ -1,18 +1,26 @@
-"""An ``Outcome`` judged against the target's expectations (a ``Verdict``), and a
-finding written to disk: the program as the target read it and its JSON record."""
+"""The judge protocol (:data:`Judge`: a target, a program's text and its ``Outcome`` in,
+a ``Verdict`` out), its default judge (the target's expectations), and a finding written
+to disk: the program as the target read it and its JSON record.
+
+Every runner calls a :data:`Judge` on every outcome; the robustness oracle
+(``harness.contract``) and the wrong-code oracle (``harness.execute.oracle``) plug in
+judges of their own through the same protocol."""
 
 from __future__ import annotations
 
 import json
 import shlex
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from harness.run.atomic import write_atomically
 from harness.run.outcome import FAILURE_KINDS, Outcome, OutcomeKind, Verdict, one_line
 from harness.run.target import Target
 
-__all__ = ["judge", "write_finding"]
+__all__ = ["Judge", "judge", "write_finding"]
+
+#: Judges one outcome of one program against the target (the expectations by default).
+Judge = Callable[[Target, str, Outcome], Verdict]
 
 _STDERR_TAIL_LINES = 80
 _STDERR_TAIL_CHARS = 8000

@@ -36,7 +36,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from harness.run import head_driver
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
@@ -46,7 +46,7 @@ from harness.run.persistent_evidence import PersistentEvidence
 from harness.run.persistent_runner import PersistentRunner
 from harness.run.persistent_target import PersistentTarget, persistent_target
 from harness.run.identity import IdentityError, identify, pipeline_passes
-from harness.run.judge import judge, write_finding
+from harness.run.judge import Judge, judge, write_finding
 from harness.run.outcome import Outcome, Verdict
 from harness.run.process import run_program
 from harness.run.target import Target
@@ -54,7 +54,6 @@ from harness.run.target import Target
 __all__ = [
     "RUNNER_KINDS",
     "BatchRunner",
-    "Judge",
     "PersistentPool",
     "ProcessRunner",
     "Program",
@@ -68,9 +67,6 @@ __all__ = [
 ]
 
 RUNNER_KINDS = ("process", "batch", "persistent")
-
-#: Judges one outcome of one program against the target (the expectations by default).
-Judge = Callable[[Target, str, Outcome], Verdict]
 
 LOOM_DRIVER_MISSING = (
     "--runner persistent: the persistent driver for loom-opt must be built with loom's "
