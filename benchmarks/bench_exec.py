@@ -183,7 +183,7 @@ def bench_triage(args) -> int:
     interpreter's reference) with the IR executor and with the JIT alone, interleaved."""
     from dataclasses import replace
 
-    from harness.execute.oracle import close_executors, oracle_settings
+    from harness.oracles.differential_runner import close_executors, oracle_settings
     from harness.triage.wrong_code import verdict_of
 
     grammar = load_grammar(None, args.profile)
@@ -214,7 +214,7 @@ def bench_triage_findings(args) -> int:
     import subprocess
     import tempfile
 
-    from harness.execute.oracle import close_executors, oracle_settings
+    from harness.oracles.differential_runner import close_executors, oracle_settings
     from harness.triage.crashdb import TriageDB
     from harness.triage.oracle_runs import OracleRunConfig
     from harness.triage.wrong_code_triage import run_wrong_code_triage

@@ -265,8 +265,8 @@ def test_divergence_values_say_in_one_line_where_they_fall_back():
     from dataclasses import replace
 
     from harness.execute.differential import Optimizer
-    from harness.execute.oracle import oracle_settings
-    from harness.execute.two_builds import exec_divergence_settings
+    from harness.oracles.differential_runner import oracle_settings
+    from harness.oracles.divergence_execution import exec_divergence_settings
 
     persistent = oracle_settings(Optimizer("mlir-opt-19", SCCP), runner="persistent")
     settings = exec_divergence_settings("mlir-opt-16", persistent, "values")

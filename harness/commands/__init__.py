@@ -213,29 +213,37 @@ def probe_pipeline(args: argparse.Namespace, target, command: str):
     return result
 
 
-def runner_from_args(args: argparse.Namespace, target, *, jobs: int | None = None):
-    """The runner ``--runner`` names (default: the fastest that works for the target),
-    after the pass pipeline passed its probe (:func:`probe_pipeline`).  Raises
-    ``TargetError`` (one line; exit 1) and ``PipelineRefused`` (one line; exit 2)."""
-    from harness.run.driver_protocol import DriverError
-    from harness.run.target import TargetNotFound
-    from harness.run.runners import make_runner
-
-    try:
-        probe_pipeline(args, target, args.command)
-    except TargetNotFound as error:
-        raise TargetError(str(error)) from None
+def oracle_runner_from_args(args: argparse.Namespace, target, choice, *, jobs: int | None = None):
+    """The runner of ``choice`` (harness.oracles.choice) with the options' ``--runner``, jobs,
+    batch size and driver restarts, after the pass pipeline passed its probe where the target
+    runs it as given (:func:`probe_pipeline`; the differential oracle probes its optimizer
+    itself); each note on stderr in one line.  Raises ``TargetError`` (one line; exit 1),
+    ``PipelineRefused`` and ``ReferenceBuildError`` (one line; exit 2)."""
+    import dataclasses
     import sys
 
+    from harness.oracles.choice import oracle_runner
+    from harness.oracles.divergence_runner import ReferenceBuildError
+    from harness.run.driver_protocol import DriverError
+    from harness.run.target import TargetNotFound
+
+    if choice.differential is None:
+        try:
+            probe_pipeline(args, target, args.command)
+        except TargetNotFound as error:
+            raise TargetError(str(error)) from None
+    choice = dataclasses.replace(choice, runner=getattr(args, "runner", None),
+                                 jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                                 batch_size=getattr(args, "batch_size", None),
+                                 restart_every=getattr(args, "restart_every", None))
     try:
-        runner = make_runner(getattr(args, "runner", None), target,
-                             jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
-                             batch_size=getattr(args, "batch_size", None),
-                             restart_every=getattr(args, "restart_every", None))
+        runner = oracle_runner(target, choice)
     except DriverError as error:
         raise TargetError(str(error)) from None
-    if runner.note:
-        print(f"loomfuzz {args.command}: note: {runner.note}", file=sys.stderr)
+    except ValueError as error:
+        raise ReferenceBuildError(f"--runner: {error}") from None
+    for note in getattr(runner, "notes", None) or ([runner.note] if runner.note else []):
+        print(f"loomfuzz {args.command}: note: {note}", file=sys.stderr)
     return runner
 
 
@@ -305,8 +313,8 @@ def add_sweep_arguments(parser) -> None:
 
 def add_divergence_arguments(parser) -> None:
     """``--reference-loom-opt`` / ``--reference-mlir-opt`` and ``--compare``: two builds
-    of one tool (harness.run.divergence)."""
-    from harness.run.divergence import COMPARISONS
+    of one tool (harness.oracles.divergence_runner)."""
+    from harness.oracles.divergence_runner import COMPARISONS
 
     parser.add_argument("--reference-loom-opt", metavar="PATH",
                         help="a second build of loom-opt (e.g. yesterday's loom-raise-opt): every "
@@ -328,7 +336,7 @@ def divergence_from_args(args: argparse.Namespace, target, oracle=None):
     build.  With ``oracle`` (``--oracle differential``'s settings) both builds read the exec
     rendering and their outputs are executed.  Raises ``ReferenceBuildError`` / ``OracleError``
     (one line; exit 2) when the reference is missing, does not run, or does not fit."""
-    from harness.run.divergence import (
+    from harness.oracles.divergence_runner import (
         DivergenceSettings,
         ReferenceBuildError,
         check_reference,
@@ -343,7 +351,7 @@ def divergence_from_args(args: argparse.Namespace, target, oracle=None):
     flag = "--reference-loom-opt" if loom else "--reference-mlir-opt"
     compare = getattr(args, "compare", "output")
     if oracle is not None:
-        from harness.execute.two_builds import (
+        from harness.oracles.divergence_execution import (
             check_reference_optimizer,
             differential_target,
             exec_divergence_settings,
@@ -368,29 +376,9 @@ def divergence_from_args(args: argparse.Namespace, target, oracle=None):
     return target, settings
 
 
-def divergence_runner(args: argparse.Namespace, target, settings, *, jobs: int | None = None):
-    """The :class:`harness.run.divergence.DivergenceRunner` of the options: both builds as
-    ``--runner`` says (default batch; ``persistent``: each build through the driver that stands
-    for it, a build without one in batches, said in one line on stderr)."""
-    import sys
-
-    from harness.run.divergence import DivergenceRunner, ReferenceBuildError
-
-    try:
-        runner = DivergenceRunner(target, settings, runner_kind=getattr(args, "runner", None),
-                                  jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
-                                  batch_size=getattr(args, "batch_size", None),
-                                  restart_every=getattr(args, "restart_every", None))
-    except ValueError as error:
-        raise ReferenceBuildError(f"--runner: {error}") from None
-    for note in runner.notes:
-        print(f"loomfuzz {args.command}: note: {note}", file=sys.stderr)
-    return runner
-
-
 def add_oracle_arguments(parser) -> None:
     """``--oracle crash|differential`` and the differential oracle's optimizer and toolchain."""
-    from harness.execute.oracle import DEFAULT_TWINS, ORACLES
+    from harness.oracles.differential_runner import DEFAULT_TWINS, ORACLES
 
     parser.add_argument("--oracle", choices=ORACLES, default="crash",
                         help="crash (default): judge the target's outcome by the expectations; "
@@ -431,7 +419,7 @@ def oracle_from_args(args: argparse.Namespace):
     if getattr(args, "oracle", "crash") != "differential":
         return None
     from harness.execute.differential import Optimizer
-    from harness.execute.oracle import check_oracle, oracle_settings
+    from harness.oracles.differential_runner import check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
     from harness.run.target import DEFAULT_MLIR_PIPELINE
 
@@ -464,23 +452,21 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
         return 1
 
     try:
+        from harness.oracles.choice import OracleChoice
+        from harness.run.expectations import load_expectations
+
         settings = oracle_from_args(args)
         divergence = divergence_from_args(args, target, settings)  # unusable: one line, exit 2
+        # --expectations judge a differential optimizer's failures (a known upstream one: no finding)
+        expectations = (load_expectations(args.expectations)
+                        if settings is not None and divergence is None and args.expectations else None)
         if divergence is not None:
-            if settings is None:
-                probe_pipeline(args, target, command)
-            runner = divergence_runner(args, *divergence)
+            target = divergence[0]
             source += f" reference={divergence[1].reference} compare={divergence[1].compare}"
-        elif settings is not None:
-            from harness.execute.oracle import DifferentialRunner
-            from harness.run.expectations import load_expectations
-
-            # --expectations judge the optimizer's failures (a known upstream one: no finding)
-            expectations = load_expectations(args.expectations) if args.expectations else None
-            runner = DifferentialRunner(settings, jobs=args.jobs, expectations=expectations)
-            target = runner.target
-        else:
-            runner = runner_from_args(args, target)
+        choice = OracleChoice(differential=settings, divergence=divergence[1] if divergence else None,
+                              expectations=expectations)
+        runner = oracle_runner_from_args(args, target, choice)
+        target = runner.target
     except (TargetError, TargetNotFound, ExpectationsError) as failure:
         return error(str(failure))
     try:

@@ -176,10 +176,10 @@ def _run_wrong_code(args: argparse.Namespace, settings, findings, grammar) -> in
 def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[str]) -> int:
     """The divergence findings, through this build and the reference build: the one
     ``--reference-loom-opt`` / ``--reference-mlir-opt`` names, else the one their sidecars
-    record (harness.triage.divergence)."""
+    record (harness.triage.divergence_triage)."""
     from harness.commands import divergence_from_args, oracle_from_args
     from harness.run.target import TargetNotFound
-    from harness.triage.divergence import recorded_reference, run_divergence_triage
+    from harness.triage.divergence_triage import recorded_reference, run_divergence_triage
 
     if not (args.reference_loom_opt or args.reference_mlir_opt):
         recorded = recorded_reference(findings)  # gone: one line naming it, exit 2, nothing opened
@@ -210,7 +210,7 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.run.outcome import FINDING_KINDS
     from harness.run.target import TargetNotFound
-    from harness.triage.divergence import divergence_findings
+    from harness.triage.divergence_triage import divergence_findings
     from harness.triage.oracle_runs import findings_in
     from harness.triage.pipeline import TriageConfig, run_triage
     from harness.triage.wrong_code import KINDS

@@ -38,7 +38,7 @@ def without_overflow_flags(text: str) -> str:
 def major_version(binary: str) -> int | None:
     """The LLVM major release ``binary --version`` names (``Debian LLVM version 16.0.6``:
     16); None when it names none (not an LLVM tool, or it cannot run).  One process:
-    callers read it once per optimizer (harness.execute.oracle.oracle_settings)."""
+    callers read it once per optimizer (harness.oracles.differential_runner.oracle_settings)."""
     try:
         done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):

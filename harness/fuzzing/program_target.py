@@ -320,9 +320,10 @@ def _persistent_target(target, restart_every: Optional[int]):
 
 def _differential_runner(options: FuzzOptions):
     """The differential oracle: the options' optimizer (default mlir-opt-22) with
-    the pipeline, judged by execution (harness.execute.oracle); unusable: exit 2."""
+    the pipeline, judged by execution (harness.oracles.differential_runner); unusable: exit 2."""
     from harness.execute.differential import Optimizer
-    from harness.execute.oracle import DifferentialRunner, OracleError, check_oracle, oracle_settings
+    from harness.oracles.choice import OracleChoice, oracle_runner
+    from harness.oracles.differential_runner import OracleError, check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
     from harness.run.target import DEFAULT_MLIR_PIPELINE
 
@@ -341,7 +342,7 @@ def _differential_runner(options: FuzzOptions):
         expectations = load_expectations(str(options.expectations)) if options.expectations else None
     except ExpectationsError as error:
         fail(str(error))
-    return DifferentialRunner(settings, expectations=expectations)
+    return oracle_runner(None, OracleChoice(differential=settings, expectations=expectations))
 
 
 def _worker_name(flags: list[str]) -> str:
@@ -400,7 +401,7 @@ def main(argv: list[str]) -> None:
     except GrammarError as error:
         fail(str(error))
     differential = options.oracle is OracleKind.DIFFERENTIAL
-    if differential:  # the optimizer runs the exec rendering (harness.execute.oracle)
+    if differential:  # the optimizer runs the exec rendering (harness.oracles.differential_runner)
         differential_runner = _differential_runner(options)
         target = differential_runner.target
     else:
@@ -426,13 +427,14 @@ def main(argv: list[str]) -> None:
     if differential:
         runner = None if fork_parent else differential_runner
     elif not fork_parent:
-        from harness.run.runners import PersistentPool, ProcessRunner
+        from harness.oracles.choice import OracleChoice, oracle_runner
 
-        if persistent is not None:
-            runner = PersistentPool(target, persistent, env=bridge.env if bridge else None,
-                                    settle=bridge is not None)
-        else:
-            runner = ProcessRunner(target)
+        # one input at a time: the persistent driver, else a fresh process each (never batches);
+        # with the coverage bridge the driver's runs carry the map's environment
+        through_driver = persistent is not None
+        runner = oracle_runner(target, OracleChoice(
+            runner="persistent" if through_driver else "process", restart_every=options.restart_every,
+            env=bridge.env if bridge and through_driver else None, settle=bridge is not None and through_driver))
 
     features = None
     mode = options.grammar_features

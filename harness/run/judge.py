@@ -3,7 +3,7 @@ a ``Verdict`` out), its default judge (the target's expectations), and a finding
 to disk: the program as the target read it and its JSON record.
 
 Every runner calls a :data:`Judge` on every outcome; the robustness oracle
-(``harness.contract``) and the wrong-code oracle (``harness.execute.oracle``) plug in
+(``harness.contract``) and the wrong-code oracle (``harness.oracles.differential_runner``) plug in
 judges of their own through the same protocol."""
 
 from __future__ import annotations

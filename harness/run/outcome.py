@@ -38,7 +38,7 @@ FINDING_KINDS = (
     # the differential oracle (harness.execute): values that differ after the optimizer,
     # the trusted reference toolchain failing, the optimizer's output not MLIR
     "wrong-code", "reference-failure", "target-failure",
-    # two builds of one tool (harness.run.divergence): another outcome or normalised output
+    # two builds of one tool (harness.oracles.divergence_runner): another outcome or normalised output
     "divergence",
 )
 

@@ -4,7 +4,7 @@ Crash triage (:mod:`harness.triage.pipeline`) makes its buckets while it
 records members (:meth:`harness.triage.crashdb.TriageDB.record_member`) and
 minimizes them afterwards (:meth:`BucketTable.save_minimization`).  The
 triage of another oracle (wrong code: :mod:`harness.triage.wrong_code_triage`;
-two builds of one tool: :mod:`harness.triage.divergence`; both through
+two builds of one tool: :mod:`harness.triage.divergence_triage`; both through
 :mod:`harness.triage.oracle_runs`) records a bucket whole, once its program is
 minimized, through one kind-generic API:
 

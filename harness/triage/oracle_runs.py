@@ -3,7 +3,7 @@
 Shared by the triage of every oracle whose buckets are recorded whole
 (:class:`harness.triage.buckets.OracleBucket`): wrong code
 (:mod:`harness.triage.wrong_code_triage`, oracle ``differential``) and two
-builds of one tool (:mod:`harness.triage.divergence`, oracle ``divergence``).
+builds of one tool (:mod:`harness.triage.divergence_triage`, oracle ``divergence``).
 An oracle is an :class:`OracleTriage`: its name, the target it records, a
 judgement of one finding and the minimization of one group; this module
 does the rest, the same way for both:

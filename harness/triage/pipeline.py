@@ -2,7 +2,7 @@
 
 (The findings of ``--oracle differential``, wrong code, and of two builds of
 one tool, divergences, are triaged into the same database by
-:mod:`harness.triage.wrong_code_triage` and :mod:`harness.triage.divergence`.)
+:mod:`harness.triage.wrong_code_triage` and :mod:`harness.triage.divergence_triage`.)
 
 The pipeline, for ``loomfuzz triage INPUT...``:
 

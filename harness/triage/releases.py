@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 
 from harness.execute.differential import ExecutorsDisagree, OptimizerError, ReferenceFailed, Same, TargetFailed, \
     WrongCode
-from harness.execute.oracle import OracleSettings, oracle_settings
+from harness.oracles.differential_runner import OracleSettings, oracle_settings
 from harness.run.identity import HEX_ELEMENTS_OPTION, IdentityError, identify, which
 from harness.run.driver_protocol import DriverError
 from harness.triage.wrong_code import DISAGREEMENT, disagreement_of, verdict_of
@@ -191,7 +191,7 @@ class ReleaseResult:
 def _settings_for(settings: OracleSettings, release: Release) -> OracleSettings:
     """``settings`` with ``release`` as the optimizer under test: its own release (what its
     parser reads) and its own printing option (dense elements as literals where it differs
-    from the reference toolchain's release: harness.execute.oracle.oracle_settings)."""
+    from the reference toolchain's release: harness.oracles.differential_runner.oracle_settings)."""
     extra = tuple(a for a in settings.optimizer.extra_args if not a.startswith(f"--{HEX_ELEMENTS_OPTION}"))
     fresh = oracle_settings(replace(settings.optimizer, binary=release.binary, extra_args=extra),
                             settings.toolchain, settings.batch_size, runner=settings.runner)

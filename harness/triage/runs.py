@@ -50,7 +50,8 @@ from harness.run.judge import judge
 from harness.run.outcome import Outcome, Verdict
 from harness.run.process import run_program
 from harness.run.target import Target
-from harness.run.runners import Program, Runner, default_runner_kind, make_runner
+from harness.oracles.choice import OracleChoice, oracle_runner
+from harness.run.runners import Program, Runner, default_runner_kind
 from harness.triage.signature import Signature, signature_of
 
 __all__ = ["FIRST_BATCH", "Run", "TriageRunner"]
@@ -85,7 +86,7 @@ class TriageRunner:
         if self.kind == "process":
             self.batch = False
         elif self.kind == "persistent" or default_runner_kind(self.target) == "persistent":
-            self._persistent = make_runner("persistent", self.target)
+            self._persistent = oracle_runner(self.target, OracleChoice(runner="persistent"))
 
     def close(self) -> None:
         """Stop the drivers (each triage job's)."""

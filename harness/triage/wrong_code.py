@@ -41,7 +41,7 @@ from typing import Callable
 from harness.checker import check_text
 from harness.execute.differential import ExecutorsDisagree, Verdict, WrongCode, differences, printed_poison
 from harness.execute.interpret import InterpretError, interpret_program
-from harness.execute.oracle import OracleSettings
+from harness.oracles.differential_runner import OracleSettings
 from harness.execute.canonical_program import ExecRenderError, split_top_level
 from harness.execute.exec_layout import layout_of
 from harness.execute.toolchain import LOWERING

@@ -57,7 +57,7 @@ from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
 from harness.execute.differential import ExecutorsDisagree, TargetFailed, WrongCode
-from harness.execute.oracle import OracleSettings
+from harness.oracles.differential_runner import OracleSettings
 from harness.execute.canonical_program import ExecRenderError
 from harness.execute.twins import TwinPlan, plan_of
 from harness.triage.buckets import OracleBucket

@@ -1,6 +1,6 @@
 """Two builds under ``--oracle differential``: both read the exec rendering, both outputs run.
 
-:func:`exec_divergence_settings` makes the :class:`harness.run.divergence.DivergenceSettings`
+:func:`exec_divergence_settings` makes the :class:`harness.oracles.divergence_runner.DivergenceSettings`
 of a differential run with a reference build: each canonical program is rendered
 for execution as *both* releases parse it (flagless when either is MLIR 15/16,
 :mod:`harness.execute.releases`: the two builds read the same bytes), and an
@@ -18,7 +18,7 @@ name (:attr:`OracleSettings.runner`):
   driver dies on is executed by the trusted toolchain's processes instead, and
   the deaths are counted (:meth:`InProcessSides.summary`: one line of the run's
   and triage's summaries).  The reference build's confirmation is always its own
-  process (the side runners of :class:`harness.run.divergence.DivergenceRunner`
+  process (the side runners of :class:`harness.oracles.divergence_runner.DivergenceRunner`
   run each build through the driver of its own build where it has one).
 
 Where the settings name the persistent runner but the driver cannot stand for a part
@@ -39,11 +39,11 @@ from typing import Sequence
 
 from harness.execute.differential import _PROBE, OptimizerError, printed_poison
 from harness.execute.inprocess import INTERPRET, InProcessExecutor, in_process_optimizer
-from harness.execute.oracle import OracleError, OracleSettings, oracle_target
+from harness.oracles.differential_runner import OracleError, OracleSettings, oracle_target
 from harness.execute.releases import for_release, major_version
 from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
-from harness.run.divergence import DivergenceSettings, failed_execution
+from harness.oracles.divergence_runner import DivergenceSettings, failed_execution
 from harness.run.outcome import Outcome, OutcomeKind
 from harness.run.driver_protocol import DriverError
 from harness.run.process import run_program

@@ -10,7 +10,7 @@ oracle ``divergence``, kind ``divergence``
 this module is the divergence's part:
 
 1. **reproduce**: both builds run the program again, each alone
-   (:func:`harness.run.divergence.judge_alone`: a fresh process, or the driver as
+   (:func:`harness.oracles.divergence_runner.judge_alone`: a fresh process, or the driver as
    below); it must still diverge.
    The member's ``details`` hold the divergence's signature, aspect and kinds;
 2. **group** by the divergence's **signature** (:func:`signature_of`):
@@ -37,7 +37,7 @@ this module is the divergence's part:
    bucket (the database's bucket of that kind and signature).
 
 Under ``--oracle differential`` both builds' outputs are executed by the judge the
-settings name (:mod:`harness.execute.two_builds`: with the persistent runner, in
+settings name (:mod:`harness.oracles.divergence_execution`: with the persistent runner, in
 the driver, the primary build ``mlir-opt-22`` optimized there too; the reference
 build is always a process of its own); a part that cannot run so is said in one
 line at the start, and the outputs the driver died on (executed by the toolchain's
@@ -67,7 +67,7 @@ from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
-from harness.run.divergence import (Divergence, DivergenceSettings, ReferenceBuildError, judge_alone,
+from harness.oracles.divergence_runner import (Divergence, DivergenceSettings, ReferenceBuildError, judge_alone,
                                     reproduction_command)
 from harness.run.normalize import normalize, operation_of
 from harness.run.outcome import FAILURE_KINDS, Outcome, OutcomeKind

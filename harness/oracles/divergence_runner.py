@@ -33,7 +33,7 @@ build alone in a fresh process (:func:`judge_alone`) before it is a finding.
 How a build's program runs alone and how outputs are executed are the settings'
 (``run_primary``, ``execute``, ``execute_all``): by default a fresh process and
 the trusted toolchain's processes; ``--oracle differential`` with the persistent
-runner puts both in the driver (:mod:`harness.execute.two_builds`), and says in
+runner puts both in the driver (:mod:`harness.oracles.divergence_execution`), and says in
 ``note`` where it could not.
 """
 
