@@ -238,6 +238,19 @@ def test_steps_of_pipelines():
     assert target_steps(flags) == (("--allow-unregistered-dialect",), ("canonicalize", "cse"))
 
 
+def test_one_splitter_reads_pipelines_and_argument_lists():
+    """harness.brackets.split_top_level is both readers' (pass pipelines, the canonical program's
+    block arguments): commas inside (), [], {} and <> stay; empty items go."""
+    from harness.brackets import split_top_level
+
+    assert split_top_level("a, b(c, d){x = [1, 2]}, memref<4xi32>,, ") == [
+        "a", "b(c, d){x = [1, 2]}", "memref<4xi32>"]
+    assert split_top_level("%arg0: i32, %m: memref<2x4xi32>") == ["%arg0: i32", "%m: memref<2x4xi32>"]
+    assert split_top_level("  ") == []
+    assert pipeline_steps("builtin.module(canonicalize{test-convergence=true enable-patterns=[a, b]},cse)") == (
+        "canonicalize{test-convergence=true enable-patterns=[a, b]}", "cse")
+
+
 def test_measure_counts_add_up_over_a_nested_pipeline():
     """Per pass and name, after = before - folded - replaced - removed + added; the counts
     before and after are the parser's (the counter is checked above)."""

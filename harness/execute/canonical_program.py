@@ -3,8 +3,8 @@ rewrites: the module-level definitions other than threads (verbatim), and each
 thread's lines, regions (block arguments, body, yield) and wrappers.
 
 Text outside the canonical rendering of the contract raises
-:class:`ExecRenderError` (one line, naming the line).  :func:`split_top_level`
-(comma-separated items outside brackets) also reads textual pass pipelines.
+:class:`ExecRenderError` (one line, naming the line).  Argument and operand lists
+are split by :func:`harness.brackets.split_top_level`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ExecRenderError", "Region", "Thread", "Wrapper", "read_program", "split_top_level"]
+from harness.brackets import split_top_level
+
+__all__ = ["ExecRenderError", "Region", "Thread", "Wrapper", "read_program"]
 
 
 class ExecRenderError(ValueError):
@@ -53,22 +55,6 @@ _REGION_END = re.compile(r'^\s*\}\)\s*\{(.*)\}\s*:\s*\((.*?)\)\s*->\s*(.*?)\s*$'
 _GRAPH_NAME = re.compile(r'graph_name\s*=\s*"((?:[^"\\]|\\.)*)"')
 _WRAPPER = re.compile(r"^\s*(scf\.if\s+%[\w$.-]+|scf\.for\s+%[\w$.-]+\s*=\s*%[\w$.-]+\s+to\s+%[\w$.-]+"
                       r"\s+step\s+%[\w$.-]+)\s*\{\s*$")
-
-
-def split_top_level(text: str) -> list[str]:
-    """Comma-separated items at bracket depth 0 (outside ``()``, ``<>``, ``[]``, ``{}``)."""
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        items.append(text[start:].strip())
-    return items
 
 
 def _typed(text: str) -> list[tuple[str, str]]:

@@ -48,6 +48,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from harness.brackets import split_top_level
 from harness.run.identity import pipeline_passes
 from harness.run.op_count import PrintedModule, read_module, strip_locations
 from harness.run.outcome import Outcome, OutcomeKind, Verdict
@@ -98,21 +99,6 @@ def sampled(text: str, share: float) -> bool:
 # ------------------------------------------------------------------ the steps
 
 
-def _split_top(text: str) -> list[str]:
-    """``a,b(c,d){x=1},e`` -> ``[a, b(c,d){x=1}, e]``: commas outside (), {} and <>."""
-    parts, depth, start = [], 0, 0
-    for k, c in enumerate(text):
-        if c in "({<":
-            depth += 1
-        elif c in ")}>":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:k].strip())
-            start = k + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
-
-
 def _steps(element: str) -> list[str]:
     """One pipeline element as steps of one pass each: ``func.func(cse,sccp)`` ->
     ``[func.func(cse), func.func(sccp)]``; a pass with options stays whole."""
@@ -120,7 +106,7 @@ def _steps(element: str) -> list[str]:
     if match is None or "{" in element.split("(", 1)[0]:
         return [element]
     anchor, inner = match.groups()
-    return [f"{anchor}({step})" for part in _split_top(inner) for step in _steps(part)]
+    return [f"{anchor}({step})" for part in split_top_level(inner) for step in _steps(part)]
 
 
 def pipeline_steps(pipeline: str) -> tuple[str, ...]:
@@ -130,7 +116,7 @@ def pipeline_steps(pipeline: str) -> tuple[str, ...]:
     match = re.match(r"^builtin\.module\((.*)\)$", text, re.S)
     if match:
         text = match.group(1)
-    steps = tuple(step for part in _split_top(text) for step in _steps(part))
+    steps = tuple(step for part in split_top_level(text) for step in _steps(part))
     if not steps:
         raise PassEffectError(f"the pipeline {pipeline!r} names no pass")
     return steps

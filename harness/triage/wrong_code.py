@@ -38,11 +38,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from harness.brackets import split_top_level
 from harness.checker import check_text
 from harness.execute.differential import ExecutorsDisagree, Verdict, WrongCode, differences, printed_poison
 from harness.execute.interpret import InterpretError, interpret_program
 from harness.oracles.differential_runner import OracleSettings
-from harness.execute.canonical_program import ExecRenderError, split_top_level
+from harness.execute.canonical_program import ExecRenderError
 from harness.execute.exec_layout import layout_of
 from harness.execute.toolchain import LOWERING
 from harness.execute.twins import expected_output
