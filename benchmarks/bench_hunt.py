@@ -4,8 +4,10 @@ Each *cell* is one build under test and one pass pipeline.  The hunt runs chunks
 ``loomfuzz run --oracle differential --profile wide --twins 1`` (one process each,
 niced), always the cell furthest from its goal next, so an interrupted hunt has
 spread its time evenly; each chunk's CPU time is that of the ``loomfuzz`` process
-and everything it waited for (the drivers, the optimizer and runner processes:
-``RUSAGE_CHILDREN``, measured around the chunk).  Chunk ``k`` of a cell uses seed
+and every process below it (the drivers and their forked workers, the optimizer
+and runner processes), read from a cgroup of its own (v1 ``cpuacct``, which counts a
+driver that outlives its parent too); where no cgroup can be made, ``RUSAGE_CHILDREN``
+around the chunk, which misses what the harness did not wait for (each row says which).  Chunk ``k`` of a cell uses seed
 ``--seed + k``: a chunk is reproduced by its row's command.
 
 Everything is kept in ``--state`` (default ``hunt/``), resumable:
@@ -78,9 +80,42 @@ def chunk_command(cell: Cell, seed: int, programs: int, artifacts: Path) -> list
             "-n", str(programs), "--seed", str(seed), "--artifacts", str(artifacts), "--no-progress"]
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def chunk_cgroup(name: str) -> Path | None:
+    """A cpuacct cgroup for one chunk (None where cgroups cannot be made: not root, v2 only)."""
+    group = CPUACCT / name
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "cpuacct.usage").write_text("0")
+    except OSError:
+        return None
+    return group
+
+
+def run_measured(command: list[str], group: Path | None) -> tuple[subprocess.CompletedProcess, float, str]:
+    """Run ``command``; (its result, the CPU seconds of it and everything below it, the method)."""
+    cpu0 = children_cpu()
+    enter = None
+    if group is not None:
+        tasks = str(group / "tasks")
+
+        def enter() -> None:  # in the child, before exec: it and all it starts are counted
+            with open(tasks, "w") as out:
+                out.write(str(os.getpid()))
+
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=enter)
+    if group is None:
+        return done, children_cpu() - cpu0, "rusage"
+    time.sleep(0.5)  # a driver killed at the chunk's end is still being charged
+    return done, int((group / "cpuacct.usage").read_text()) / 1e9, "cpuacct"
 
 
 def findings_of(artifacts: Path) -> Counter:
@@ -119,14 +154,14 @@ def hunt(cells: tuple[Cell, ...], state: Path, goal_s: float, programs: int, see
         k = chunks[cell.slug]
         artifacts = state / cell.slug / f"chunk-{k}"
         command = chunk_command(cell, seed + k, programs, artifacts)
-        cpu0, wall0 = children_cpu(), time.monotonic()
-        done = subprocess.run(["nice", "-n", str(niceness), *command], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        cpu, wall = children_cpu() - cpu0, time.monotonic() - wall0
+        wall0 = time.monotonic()
+        group = chunk_cgroup(f"loomfuzz-hunt-{os.getpid()}")
+        done, cpu, method = run_measured(["nice", "-n", str(niceness), *command], group)
+        wall = time.monotonic() - wall0
         kinds = findings_of(artifacts)
         summary = done.stdout.strip().splitlines()[-12:]
         row = {"cell": cell.slug, "target": cell.target, "pipeline": cell.pipeline, "chunk": k,
-               "seed": seed + k, "programs": programs, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
+               "seed": seed + k, "programs": programs, "cpu_s": round(cpu, 1), "cpu_method": method, "wall_s": round(wall, 1),
                "returncode": done.returncode, "findings": dict(kinds), "command": shlex.join(command),
                "summary": summary, "stderr_tail": done.stderr.strip().splitlines()[-5:]}
         with open(state / "hunt.jsonl", "a") as out:
