@@ -297,3 +297,40 @@ def test_an_upward_import_and_a_checker_reading_core_are_found(tmp_path):
     assert [_cycle_text(c) for c in circles(edges)] == [
         "harness.fuzzing.campaign -> harness.run.judge [harness/fuzzing/campaign.py:1] -> "
         "harness.fuzzing.campaign [harness/run/judge.py:2]"]
+
+
+#: The runners a judging command may build only through harness.oracles.choice.oracle_runner.
+RUNNER_CONSTRUCTORS = {"make_runner", "DifferentialRunner", "DivergenceRunner", "PersistentPool",
+                       "ProcessRunner", "BatchRunner"}
+
+
+def runner_constructions(root: Path) -> list[str]:
+    """Calls of a runner's constructor in a module above the runners' and oracles' own rooms."""
+    found = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("harness/run/", "harness/oracles/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=relative)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in RUNNER_CONSTRUCTORS:
+                    found.append(f"{relative}:{node.lineno} {name}(...)")
+    return found
+
+
+def test_every_judging_command_gets_its_runner_from_oracle_runner():
+    """run, enumerate --run, fuzz and triage judge through one entry (harness/oracles/choice.py):
+    none of them builds a runner of its own, so an oracle or runner added there reaches all."""
+    found = runner_constructions(ROOT)
+    assert not found, _report("runners built outside harness/oracles/choice.py", found)
+
+
+def test_a_runner_built_by_hand_is_seen(tmp_path):
+    root = _package(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/fuzzing/__init__.py": "",
+        "harness/fuzzing/campaign.py": "from harness.run import runners\nr = runners.ProcessRunner(None)\n",
+        "harness/oracles/choice.py": "from harness.run.runners import make_runner\nr = make_runner(None, None)\n",
+    })
+    assert runner_constructions(root) == ["harness/fuzzing/campaign.py:2 ProcessRunner(...)"]
