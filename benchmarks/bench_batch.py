@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.sources import from_generator  # noqa: E402
 from harness.fuzzing.sweep import run_sweep  # noqa: E402
-from harness.run.target import resolve_target, TargetNotFound
+from harness.targets.target import resolve_target, TargetNotFound
 from harness.run.runners import BatchRunner, ProcessRunner  # noqa: E402
 
 GOAL = 10.0

@@ -45,7 +45,7 @@ from harness.run.coverage import open_bridge  # noqa: E402
 
 GRAMMAR = default_grammar()
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 FUZZ_TARGET = ROOT / "fuzz_targets" / "loom_opt_fuzzer.py"
 DEEP_BUG = ROOT / "tests" / "fixtures" / "deep_bug.c"

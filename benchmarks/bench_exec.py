@@ -101,7 +101,7 @@ def bench_ir(args) -> int:
     from harness.run.persistent_runner import PersistentRunner
     from harness.run.persistent_target import PersistentTarget
     from harness.run.outcome import OutcomeKind
-    from harness.run.target import Target
+    from harness.targets.target import Target
 
     grammar = load_grammar(None, args.profile)
     render = renderer(grammar, "canonical").render

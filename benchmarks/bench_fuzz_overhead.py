@@ -37,7 +37,7 @@ from harness.core.codec import decode  # noqa: E402
 from harness.core.grammar import default_grammar  # noqa: E402
 from harness.core.render import render  # noqa: E402
 from harness.fuzzing.corpus import seed_corpus  # noqa: E402
-from harness.run.target import resolve_target, TargetNotFound
+from harness.targets.target import resolve_target, TargetNotFound
 
 GOAL = 0.90
 

@@ -36,7 +36,7 @@ from harness.core.render import renderer  # noqa: E402
 from harness.execute.exec_rendering import exec_module  # noqa: E402
 from harness.execute.twins import plan_for, with_twins  # noqa: E402
 from harness.run.pass_effect import PassEffectSettings, PassTally, measure  # noqa: E402
-from harness.run.target import resolve_target  # noqa: E402
+from harness.targets.target import resolve_target  # noqa: E402
 
 PIPELINES = ("builtin.module(canonicalize,cse,sccp)", "builtin.module(int-range-optimizations)",
              "builtin.module(arith-int-range-narrowing{int-bitwidths-supported=8,16})",

@@ -36,7 +36,7 @@ from harness.core.grammar import default_grammar  # noqa: E402
 from harness.fuzzing.corpus import seed_corpus  # noqa: E402
 from harness.run.driver_protocol import DriverError  # noqa: E402
 from harness.run.persistent_target import persistent_target  # noqa: E402
-from harness.run.target import resolve_target, TargetNotFound
+from harness.targets.target import resolve_target, TargetNotFound
 
 GOAL = 20.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.run.persistent_target import PersistentTarget  # noqa: E402
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.run.runners import BatchRunner, PersistentPool, ProcessRunner, Program  # noqa: E402
 
 SPACE = 854_700

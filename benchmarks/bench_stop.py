@@ -38,7 +38,7 @@ from harness.core.walk import random_trees  # noqa: E402
 from harness.run import run_registry  # noqa: E402
 from harness.run import stop_requests  # noqa: E402
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 FAKE = ROOT / "tests" / "fixtures" / "fake_loom_opt.c"
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]

@@ -57,7 +57,7 @@ from harness.core.codec import decode, encode
 from harness.core.grammar import default_grammar
 from harness.core.reduce import minimize
 from harness.core.walk import random_trees
-from harness.run.target import resolve_target
+from harness.targets.target import resolve_target
 from harness.triage.crashdb import TriageDB
 from harness.triage.minimize import Interesting, attempts_for
 from harness.triage.pipeline import TriageConfig, run_triage
@@ -303,9 +303,9 @@ def compare_runners(work: Path, args) -> None:
     """Triage of the same findings through --runner process and --runner persistent."""
     from harness.core.grammar import load_profile
     from harness.core.render import render as render_tree
-    from harness.run.expectations import parse_expectations
+    from harness.targets.expectations import parse_expectations
     from harness.run.driver_binary import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path
-    from harness.run.target import Target
+    from harness.targets.target import Target
 
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     double = work / "persistent-fake"

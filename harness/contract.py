@@ -13,7 +13,7 @@ that into:
 * :func:`contract_of`: for one tree, ``none`` (in contract), ``edge: ...``
   (the edge constructs it uses) or ``P<n>``;
 * :func:`robust_expectations`: off the contract, a pass owes no particular
-  result, only a clean one (``harness/run/expectations_data/robustness.json``:
+  result, only a clean one (``harness/targets/expectations_data/robustness.json``:
   accepted, or rejected with an ``error:`` diagnostic; any crash, timeout or
   oom is a finding, and so is a rejection without a diagnostic).
 """
@@ -160,7 +160,7 @@ def describe_grammar(grammar: CompiledGrammar, tree: Node | None = None) -> dict
 
 def robust_expectations():
     """The robustness oracle (``expectations_data/robustness.json``)."""
-    from harness.run.expectations import builtin_expectations
+    from harness.targets.expectations import builtin_expectations
 
     return builtin_expectations("robustness")
 

@@ -17,7 +17,7 @@ from harness.core.grammar import default_grammar
 from harness.core.render import render as render_tree
 from harness.run.batch import BatchSizer, batchable, join_programs, run_alone, run_batch
 from harness.run.judge import write_finding
-from harness.run.target import Target
+from harness.targets.target import Target
 
 G = default_grammar()
 

@@ -29,7 +29,7 @@ from harness.fuzzing.options import CoverageKind, FuzzOptions, write_options
 from harness.fuzzing.worker_summary import WorkerSummary, read_summaries
 from harness.run.outcome import OutcomeKind
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 from shapes import Body, Nesting, Program, Thread, decode_program, encode_program, from_shape, make_site
 from shapes import render_program as render
 
@@ -706,7 +706,7 @@ def test_bundle_never_contains_fuzzingbook(bundle):
     assert listing.returncode == 0, listing.stderr
     modules = set(listing.stdout.split())
     assert {"harness.run.process", "harness.core.codec", "harness.run.coverage", "atheris"} <= modules
-    assert "harness/run/expectations_data/loom-opt.json" in modules
+    assert "harness/targets/expectations_data/loom-opt.json" in modules
     assert not [m for m in modules if m.split(".")[0] in ("fuzzingbook", "IPython", "isla")]
 
 

@@ -29,7 +29,7 @@ from harness.core.walk import random_trees
 from harness.run.judge import judge
 from harness.run.outcome import OutcomeKind
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 REPO = Path(__file__).resolve().parent.parent
 

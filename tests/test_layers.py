@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Lowest first; a module may import its own layer or one below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness", "harness.brackets", "harness.core", "harness.checker"),
+    ("harness.targets",),
     ("harness.run",),
     ("harness.contract",),
     ("harness.execute",),

@@ -20,7 +20,7 @@ import pytest
 from harness.run.op_count import count_ops, read_module, strip_locations
 from harness.run.pass_effect import (PassEffectError, PassEffectSettings, compare, measure, pipeline_steps,
                                      sampled, step_target, target_steps)
-from harness.run.target import resolve_target
+from harness.targets.target import resolve_target
 
 MLIR_OPT = shutil.which("mlir-opt-22")
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="mlir-opt-22 is not installed")

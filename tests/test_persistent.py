@@ -31,7 +31,7 @@ from harness.run.persistent_runner import PersistentRunner
 from harness.run.persistent_target import PersistentTarget, persistent_target
 from harness.run.outcome import OutcomeKind
 from harness.run.process import run_program
-from harness.run.target import DEFAULT_MLIR_PIPELINE, resolve_target, Target
+from harness.targets.target import DEFAULT_MLIR_PIPELINE, resolve_target, Target
 
 G = default_grammar()
 
@@ -197,7 +197,7 @@ def test_driver_dies_with_its_parent(fake, tmp_path):
     driver (its own session, so not in the harness' group) goes too."""
     script = (
         "import sys, time\n"
-        "from harness.run.target import Target\n"
+        "from harness.targets.target import Target\n"
         "from harness.run.persistent_runner import PersistentRunner\n"
         "from harness.run.persistent_target import PersistentTarget\n"
         f"t = Target(name='f', argv=({fake!r},), timeout=600)\n"

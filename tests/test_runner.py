@@ -1,4 +1,4 @@
-"""Tests of harness.run.outcome, target, process, judge and harness.run.expectations, with real subprocesses.
+"""Tests of harness.run.outcome, target, process, judge and harness.targets.expectations, with real subprocesses.
 
 The planted-bug double (tests/fixtures/fake_loom_opt.c) stands in for
 loom-opt where a crash, hang or oom must happen on purpose; upstream
@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from harness.run.expectations import CHECKS, ExpectationsError, load_expectations
+from harness.targets.expectations import CHECKS, ExpectationsError, load_expectations
 from harness.run.judge import judge, write_finding
 from harness.run.outcome import classify, Outcome, OutcomeKind
 from harness.run.process import run_program
-from harness.run.target import DEFAULT_MLIR_PIPELINE, LOOM_NOT_FOUND, resolve_target, Target, TargetNotFound
+from harness.targets.target import DEFAULT_MLIR_PIPELINE, LOOM_NOT_FOUND, resolve_target, Target, TargetNotFound
 from shapes import Body, Callee, Nesting, Program, Thread, make_site, render_program
 
 # ------------------------------------------------------ program text builders

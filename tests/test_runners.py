@@ -23,7 +23,7 @@ from harness.core.grammar import default_grammar
 from harness.core.render import render
 from harness.run.driver_binary import DRIVER_ENV, default_driver_path
 from harness.run.persistent_target import PersistentTarget
-from harness.run.target import resolve_target, Target
+from harness.targets.target import resolve_target, Target
 from harness.run.runners import (
     BatchRunner,
     PersistentPool,

@@ -17,7 +17,7 @@ import pytest
 from harness.fuzzing.journal import JournalError, SweepJournal
 from harness.fuzzing.sweep import Shard, ShardError, parse_shard, run_sweep
 from harness.run.runners import BatchRunner
-from harness.run.target import Target
+from harness.targets.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTS = "--pass-args=--loom-lower-for-to-graph --plant=assert,segv,fatal,wrong-output"

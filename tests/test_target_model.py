@@ -22,11 +22,11 @@ from harness.cli import _parser
 from harness.commands import TargetOptionsConflict, settle_target_options
 from harness.run import head_driver
 from harness.run.head_driver import tool_beside_bindings
-from harness.run.identity import identify, pipeline_passes
+from harness.targets.identity import identify, pipeline_passes
 from harness.run.driver_binary import find_driver
 from harness.run.persistent_runner import PersistentRunner
 from harness.run.persistent_target import persistent_target
-from harness.run.target import resolve_target, Target
+from harness.targets.target import resolve_target, Target
 from harness.run.runners import make_runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,7 +29,7 @@ from harness.core.reduce import minimize, reduce_lines, sort_key
 from harness.core.render import SPLIT_MARKER
 from harness.run.judge import judge
 from harness.run.process import run_program
-from harness.run.target import resolve_target
+from harness.targets.target import resolve_target
 from harness.triage.signature import (
     Signature,
     clean_function,

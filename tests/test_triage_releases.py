@@ -28,7 +28,7 @@ import pytest
 
 from harness.execute.exec_rendering import exec_module
 from harness.execute.twins import TwinPlan, with_twins
-from harness.run.identity import which
+from harness.targets.identity import which
 from harness.triage.crashdb import TriageDB
 from harness.triage.releases import found_releases, releases_from_option
 

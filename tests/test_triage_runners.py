@@ -22,9 +22,9 @@ import pytest
 from harness.core.engine import generate
 from harness.core.grammar import default_grammar
 from harness.core.render import render
-from harness.run.expectations import parse_expectations
+from harness.targets.expectations import parse_expectations
 from harness.run.driver_binary import LOOM_DRIVER_ENV
-from harness.run.target import resolve_target, Target
+from harness.targets.target import resolve_target, Target
 from harness.run.runners import default_runner_kind
 from harness.triage.crashdb import TriageDB
 from harness.triage.pipeline import TriageConfig, run_triage

@@ -26,7 +26,7 @@ from harness.core.mutate import Mutator
 from harness.core.reduce import minimize
 from harness.core.render import render
 from harness.core.walk import random_trees
-from harness.run.expectations import builtin_expectations
+from harness.targets.expectations import builtin_expectations
 
 COUNT = 10_000
 INT_MIN, INT_MAX, UMAX = -(2**31), 2**31 - 1, 2**32 - 1

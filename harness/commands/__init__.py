@@ -118,7 +118,7 @@ def settle_target_options(args: argparse.Namespace) -> None:
     if mlir is not None and named is not None and mlir != named:
         raise TargetOptionsConflict(f"--mlir-opt {mlir} and --target {target} name two optimizers "
                                     "under test: give one")
-    from harness.run.identity import which
+    from harness.targets.identity import which
 
     optimizer = mlir or named or os.environ.get("MLIR_OPT") or "mlir-opt-22"
     args.target = args.mlir_opt = which(optimizer) or optimizer
@@ -225,7 +225,7 @@ def oracle_runner_from_args(args: argparse.Namespace, target, choice, *, jobs: i
     from harness.oracles.choice import oracle_runner
     from harness.oracles.divergence_runner import ReferenceBuildError
     from harness.run.driver_protocol import DriverError
-    from harness.run.target import TargetNotFound
+    from harness.targets.target import TargetNotFound
 
     if choice.differential is None:
         try:
@@ -253,8 +253,8 @@ class TargetError(Exception):
 
 def target_from_args(args: argparse.Namespace):
     """The runner's Target for the options of :func:`add_target_arguments`."""
-    from harness.run.expectations import ExpectationsError
-    from harness.run.target import resolve_target, TargetNotFound
+    from harness.targets.expectations import ExpectationsError
+    from harness.targets.target import resolve_target, TargetNotFound
 
     settle_target_options(args)  # idempotent (harness.cli settled them already)
     try:
@@ -407,7 +407,7 @@ def sweep_target(args: argparse.Namespace, grammar):
     programs are read in the canonical rendering (the oracle renders them for execution),
     else :func:`target_for_grammar`.  Raises ``TargetError``."""
     if getattr(args, "oracle", "crash") == "differential":
-        from harness.run.target import Target
+        from harness.targets.target import Target
 
         return Target(name="differential", argv=(args.mlir_opt,), render="canonical")
     return target_for_grammar(args, grammar)
@@ -421,7 +421,7 @@ def oracle_from_args(args: argparse.Namespace):
     from harness.execute.differential import Optimizer
     from harness.oracles.differential_runner import check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
-    from harness.run.target import DEFAULT_MLIR_PIPELINE
+    from harness.targets.target import DEFAULT_MLIR_PIPELINE
 
     optimizer = Optimizer(args.mlir_opt or "mlir-opt-22", args.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
@@ -442,8 +442,8 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
 
     from harness.fuzzing.journal import JournalError
     from harness.fuzzing.sweep import format_summary, run_sweep
-    from harness.run.expectations import ExpectationsError
-    from harness.run.target import TargetNotFound
+    from harness.targets.expectations import ExpectationsError
+    from harness.targets.target import TargetNotFound
 
     command = args.command
 
@@ -453,7 +453,7 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
 
     try:
         from harness.oracles.choice import OracleChoice
-        from harness.run.expectations import load_expectations
+        from harness.targets.expectations import load_expectations
 
         settings = oracle_from_args(args)
         divergence = divergence_from_args(args, target, settings)  # unusable: one line, exit 2

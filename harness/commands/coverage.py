@@ -174,7 +174,7 @@ def _pass_effect(args: argparse.Namespace, texts: list[str]):
     """The pass effect of ``--pipeline`` through ``--mlir-opt`` on the exec modules; raises
     ``ValueError`` (one line) for an optimizer that is missing or whose passes cannot be told apart."""
     from harness.run.pass_effect import PassEffectSettings, measure
-    from harness.run.target import DEFAULT_MLIR_PIPELINE, TargetNotFound, resolve_target
+    from harness.targets.target import DEFAULT_MLIR_PIPELINE, TargetNotFound, resolve_target
 
     try:
         target = resolve_target(args.mlir_opt, pipeline=args.pipeline or DEFAULT_MLIR_PIPELINE)

@@ -167,7 +167,7 @@ def _check_target(args: argparse.Namespace, grammar):
     except TargetError as error:
         return None, _error(str(error))
     coverage_binary = target.argv[0]
-    from harness.run.target import TargetNotFound
+    from harness.targets.target import TargetNotFound
     from harness.run.runners import default_runner_kind
 
     try:
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         settings = oracle_from_args(args)  # unusable optimizer, toolchain or driver: one line, exit 2
         args.runner = settings.runner  # persistent (in process) where the driver is built
         if args.expectations:  # they judge the optimizer's failures (the fuzz target loads them)
-            from harness.run.expectations import ExpectationsError, load_expectations
+            from harness.targets.expectations import ExpectationsError, load_expectations
 
             try:
                 load_expectations(args.expectations)

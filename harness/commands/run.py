@@ -136,7 +136,7 @@ def _pass_effect(args: argparse.Namespace, target, programs: Iterable[str], coun
     from harness.commands import oracle_from_args
     from harness.run.atomic import write_atomically
     from harness.run.pass_effect import PassEffectError, PassEffectSettings, measure, sampled
-    from harness.run.target import TargetNotFound, resolve_target
+    from harness.targets.target import TargetNotFound, resolve_target
 
     runner = args.runner if args.runner in ("process", "batch") else "batch"
     settings = PassEffectSettings(args.pass_effect, runner, args.jobs, args.batch_size)

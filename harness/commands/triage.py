@@ -178,7 +178,7 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
     ``--reference-loom-opt`` / ``--reference-mlir-opt`` names, else the one their sidecars
     record (harness.triage.divergence_triage)."""
     from harness.commands import divergence_from_args, oracle_from_args
-    from harness.run.target import TargetNotFound
+    from harness.targets.target import TargetNotFound
     from harness.triage.divergence_triage import recorded_reference, run_divergence_triage
 
     if not (args.reference_loom_opt or args.reference_mlir_opt):
@@ -209,7 +209,7 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
 
 def _run(args: argparse.Namespace, inputs: list[str]) -> int:
     from harness.run.outcome import FINDING_KINDS
-    from harness.run.target import TargetNotFound
+    from harness.targets.target import TargetNotFound
     from harness.triage.divergence_triage import divergence_findings
     from harness.triage.oracle_runs import findings_in
     from harness.triage.pipeline import TriageConfig, run_triage

@@ -68,7 +68,7 @@ from harness.run.driver_protocol import DriverError
 from harness.run.persistent_runner import PersistentRunner
 from harness.run.persistent_target import PersistentTarget
 from harness.run.outcome import OutcomeKind
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["EXECUTORS", "ExecDriver", "ExecResult", "ExecutorCounts", "InProcessExecutor",
            "in_process_optimizer"]

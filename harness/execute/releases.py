@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from harness.run.identity import RELEASES_WITHOUT_OVERFLOW_FLAGS  # what a release parses: one place
+from harness.targets.identity import RELEASES_WITHOUT_OVERFLOW_FLAGS  # what a release parses: one place
 
 __all__ = ["RELEASES_WITHOUT_OVERFLOW_FLAGS", "for_release", "major_version", "without_overflow_flags"]
 

@@ -89,11 +89,11 @@ from harness.fuzzing.options import (
 )
 from harness.fuzzing.worker_series import WorkerSeries
 from harness.fuzzing.worker_summary import WorkerSummary, append_summary, register_exit_hooks
-from harness.run.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
+from harness.targets.expectations import DEFAULT_RULE, ExpectationsError, load_expectations
 from harness.run.critical_sections import enter_critical
 from harness.run.stop_requests import Stopped, stopping as stop_requested
 from harness.run.outcome import OutcomeKind
-from harness.run.target import resolve_target, TargetNotFound
+from harness.targets.target import resolve_target, TargetNotFound
 from harness.run.runners import Program
 
 __all__ = ["Finding", "GrammarFeatures", "ProgramFuzzer", "main"]
@@ -325,7 +325,7 @@ def _differential_runner(options: FuzzOptions):
     from harness.oracles.choice import OracleChoice, oracle_runner
     from harness.oracles.differential_runner import OracleError, check_oracle, oracle_settings
     from harness.execute.toolchain import DEFAULT_RUNTIME, Toolchain
-    from harness.run.target import DEFAULT_MLIR_PIPELINE
+    from harness.targets.target import DEFAULT_MLIR_PIPELINE
 
     optimizer = Optimizer(options.optimizer or "mlir-opt-22", options.pipeline or DEFAULT_MLIR_PIPELINE,
                           timeout=options.timeout)

@@ -3,7 +3,7 @@
 =================  ==============================================================
 ``crash``          the target's own outcome judged by its expectations (the
                    :data:`harness.run.judge.Judge` protocol, rules in
-                   :mod:`harness.run.expectations`; off the contract the robustness
+                   :mod:`harness.targets.expectations`; off the contract the robustness
                    oracle of :mod:`harness.contract`): any runner of
                    :func:`harness.run.runners.make_runner`
 ``differential``   wrong code: the exec rendering optimized and both modules run

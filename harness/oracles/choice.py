@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 from harness.run.runners import Runner, make_runner
-from harness.run.target import Target
+from harness.targets.target import Target
 
 if TYPE_CHECKING:  # the other oracles' modules are imported when chosen: a crash fuzz target starts light
     from harness.oracles.differential_runner import OracleSettings
     from harness.oracles.divergence_runner import DivergenceSettings
-    from harness.run.expectations import Expectations
+    from harness.targets.expectations import Expectations
 
 __all__ = ["OracleChoice", "oracle_runner"]
 

@@ -55,13 +55,13 @@ from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
 from harness.execute.twins import DEFAULT_TWINS, TwinPlan, plan_for, sampled, with_twins
 from harness.run.atomic import write_atomically
 from harness.run.driver_protocol import DriverError
-from harness.run.expectations import Expectations
-from harness.run.identity import HEX_ELEMENTS_OPTION, identify_named
+from harness.targets.expectations import Expectations
+from harness.targets.identity import HEX_ELEMENTS_OPTION, identify_named
 from harness.run.probe import PipelineRefused
 from harness.run.judge import judge as judge_crash
 from harness.run.outcome import Outcome, OutcomeKind, Verdict
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.run.runners import Program, Result, Runner
 
 __all__ = ["DEFAULT_TWINS", "ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",

@@ -47,7 +47,7 @@ from harness.oracles.divergence_runner import DivergenceSettings, failed_executi
 from harness.run.outcome import Outcome, OutcomeKind
 from harness.run.driver_protocol import DriverError
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["InProcessSides", "check_reference_optimizer", "differential_target", "exec_divergence_settings",
            "exec_for_releases", "in_process_note"]

@@ -55,7 +55,7 @@ from harness.run.outcome import Outcome, OutcomeKind, Verdict
 from harness.run.driver_protocol import DriverError
 from harness.run.persistent_target import PersistentTarget
 from harness.run.process import run_program
-from harness.run.target import explicit_binary, Target, TargetNotFound
+from harness.targets.target import explicit_binary, Target, TargetNotFound
 from harness.run.runners import (BatchRunner, PersistentPool, ProcessRunner, Program, Result, Runner,
                                  persistent_for)
 
@@ -100,7 +100,7 @@ class DivergenceSettings:
     def reference_target(self, target: Target) -> Target:
         """``target`` with its binary swapped for the reference build's, and its identity
         (the reference's own release, not the primary's)."""
-        from harness.run.identity import identify_named
+        from harness.targets.identity import identify_named
 
         build = identify_named(self.reference) if target.build is not None else None
         return replace(target, argv=(self.reference, *target.argv[1:]), build=build)

@@ -53,7 +53,7 @@ from typing import Callable, Optional, Sequence
 from harness.run.judge import Judge, judge
 from harness.run.outcome import classify, Outcome, OutcomeKind, Verdict
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = [
     "SPLIT_FLAG",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.run.driver_protocol import DriverError
-from harness.run.identity import BuildIdentity, IdentityError, identify, which
+from harness.targets.identity import BuildIdentity, IdentityError, identify, which
 
 __all__ = [
     "DRIVER_ENV",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 
-from harness.run.target import TargetNotFound
+from harness.targets.target import TargetNotFound
 
 __all__ = ["ENDED", "HELLO", "RESULT", "RESULT_REST", "RETIRE", "U32", "WORKER", "ZYGOTE", "DriverError"]
 

@@ -9,7 +9,7 @@ So this driver stands for the wheel's ``iree-opt`` the way
 ``native/build/loomfuzz-mlir-driver`` stands for ``mlir-opt-22``: the same frames
 (``LFD1``/``LFR1``; ``--fork-server``: ``LFZ1``/``LFC1``/``LFX1``, native/README.md),
 the same flags for what it supports, and ``--version``/``--help`` answered by the
-wheel's ``iree-opt`` itself, so :func:`harness.run.identity.identify` sees the
+wheel's ``iree-opt`` itself, so :func:`harness.targets.identity.identify` sees the
 build it stands for.
 
 It knows the flags in :data:`FLAGS`; :func:`unsupported` names the first other

@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from harness.run.atomic import write_atomically
 from harness.run.outcome import FAILURE_KINDS, Outcome, OutcomeKind, Verdict, one_line
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["Judge", "judge", "write_finding"]
 

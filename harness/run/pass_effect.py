@@ -49,12 +49,12 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from harness.brackets import split_top_level
-from harness.run.identity import pipeline_passes
+from harness.targets.identity import pipeline_passes
 from harness.run.op_count import PrintedModule, read_module, strip_locations
 from harness.run.outcome import Outcome, OutcomeKind, Verdict
 from harness.run.process import run_program
 from harness.run.runners import BatchRunner, ProcessRunner, Program, Runner
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["PRINT_FLAGS", "KINDS", "PassEffect", "PassEffectError", "PassEffectSettings", "PassTally",
            "ProgramEffect", "compare", "is_constant", "measure", "pipeline_steps", "sampled", "step_target",
@@ -125,7 +125,7 @@ def pipeline_steps(pipeline: str) -> tuple[str, ...]:
 def target_steps(target: Target) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the target's arguments that are not its passes, its steps as pipeline elements).
     A ``--pass-pipeline=`` gives its steps; without one, the flags the build registers as
-    passes (``--canonicalize --cse``: its :class:`~harness.run.identity.BuildIdentity`)."""
+    passes (``--canonicalize --cse``: its :class:`~harness.targets.identity.BuildIdentity`)."""
     args = target.argv[1:]
     pipelines = [a for a in args if a.startswith("--pass-pipeline=")]
     if pipelines:

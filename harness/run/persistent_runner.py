@@ -46,7 +46,7 @@ from harness.run.outcome import classify, Outcome, OutcomeKind, Verdict
 from harness.run.persistent_evidence import PersistentEvidence
 from harness.run.persistent_target import PersistentTarget
 from harness.run.process import _kill_group, run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["PersistentRunner"]
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 from harness.run.driver_binary import DRIVER_ENV, LOOM_DRIVER_ENV, default_driver_path, find_driver
 from harness.run.driver_protocol import DriverError
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = ["DEFAULT_RESTART_EVERY", "START_TIMEOUT", "PersistentTarget", "persistent_target"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from harness.run.judge import judge
 from harness.run.outcome import classify, Outcome, OutcomeKind
-from harness.run.target import Target, TargetNotFound
+from harness.targets.target import Target, TargetNotFound
 
 __all__ = ["PROBE_MODULES", "PipelineRefused", "ProbeResult", "probe_target"]
 
@@ -104,7 +104,7 @@ def probe_target(target: Target, what: str) -> ProbeResult:
 
 def _check_build(target: Target, what: str, binary: str) -> None:
     """What the build says of itself, before anything runs: the passes it registers, the
-    syntax its release reads (harness.run.identity)."""
+    syntax its release reads (harness.targets.identity)."""
     build = target.build
     if build is None:
         return

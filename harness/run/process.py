@@ -20,7 +20,7 @@ import time
 
 from harness.run import stop_requests
 from harness.run.outcome import Outcome, classify
-from harness.run.target import Target, TargetNotFound
+from harness.targets.target import Target, TargetNotFound
 
 __all__ = ["run_program"]
 

@@ -45,11 +45,11 @@ from harness.run.driver_protocol import DriverError
 from harness.run.persistent_evidence import PersistentEvidence
 from harness.run.persistent_runner import PersistentRunner
 from harness.run.persistent_target import PersistentTarget, persistent_target
-from harness.run.identity import IdentityError, identify, pipeline_passes
+from harness.targets.identity import IdentityError, identify, pipeline_passes
 from harness.run.judge import Judge, judge, write_finding
 from harness.run.outcome import Outcome, Verdict
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 
 __all__ = [
     "RUNNER_KINDS",

@@ -71,7 +71,7 @@ from harness.oracles.divergence_runner import (Divergence, DivergenceSettings, R
                                     reproduction_command)
 from harness.run.normalize import normalize, operation_of
 from harness.run.outcome import FAILURE_KINDS, Outcome, OutcomeKind
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, findings_in,
                                         minimized_fields, run_oracle_triage, stop_point)

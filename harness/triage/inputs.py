@@ -21,7 +21,7 @@ from harness.core.compiled import CompiledGrammar, Node
 from harness.core.grammar import default_grammar
 from harness.core.parse import parse, split_programs
 from harness.core.render import render
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.triage.wrong_code import left_to_the_oracle
 
 __all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "load_input_file"]

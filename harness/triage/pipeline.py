@@ -100,7 +100,7 @@ from harness.contract import program_suffix
 from harness.core.compiled import CompiledGrammar
 from harness.core.grammar import default_grammar
 from harness.core.reduce import reduce_lines
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.triage import minimize
 from harness.triage.crashdb import MemberRecord, TriageDB
 from harness.triage.dedup import facts_of, find_duplicates

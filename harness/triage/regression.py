@@ -48,7 +48,7 @@ def _target(bucket) -> dict:
 
 def _rule(target: dict, text: str):
     """The expectation rule the target applied to ``text`` (None when unknown)."""
-    from harness.run.expectations import ExpectationsError, builtin_expectations, load_expectations
+    from harness.targets.expectations import ExpectationsError, builtin_expectations, load_expectations
 
     source = target.get("expectations") or ""
     try:

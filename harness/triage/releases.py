@@ -11,7 +11,7 @@ reads the program as its parser does (MLIR 15/16: without overflow flags,
 Which releases (:func:`releases_from_option`, the option's value):
 
 * ``auto``: every ``mlir-opt-N`` on PATH and ``iree-opt`` where
-  :func:`harness.run.identity.which` finds it (LLVM's development head), one per
+  :func:`harness.targets.identity.which` finds it (LLVM's development head), one per
   binary, in release order;
 * ``none``: no release is judged;
 * ``PATH[,PATH...]``: those builds (a name on PATH or a path).
@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 from harness.execute.differential import ExecutorsDisagree, OptimizerError, ReferenceFailed, Same, TargetFailed, \
     WrongCode
 from harness.oracles.differential_runner import OracleSettings, oracle_settings
-from harness.run.identity import HEX_ELEMENTS_OPTION, IdentityError, identify, which
+from harness.targets.identity import HEX_ELEMENTS_OPTION, IdentityError, identify, which
 from harness.run.driver_protocol import DriverError
 from harness.triage.wrong_code import DISAGREEMENT, disagreement_of, verdict_of
 
@@ -89,7 +89,7 @@ def _name_of(version: str | None, binary: str) -> str:
 
 
 def release_of(binary: str) -> Release:
-    """The build ``binary`` names, asked once (:func:`harness.run.identity.identify`)."""
+    """The build ``binary`` names, asked once (:func:`harness.targets.identity.identify`)."""
     found = which(binary)
     if found is None:
         return Release(os.path.basename(binary), binary, None, f"{binary} is not an executable file or on PATH")

@@ -49,7 +49,7 @@ from harness.run.batch import BatchSizer, run_batch
 from harness.run.judge import judge
 from harness.run.outcome import Outcome, Verdict
 from harness.run.process import run_program
-from harness.run.target import Target
+from harness.targets.target import Target
 from harness.oracles.choice import OracleChoice, oracle_runner
 from harness.run.runners import Program, Runner, default_runner_kind
 from harness.triage.signature import Signature, signature_of

@@ -1,8 +1,8 @@
 """Expectations as data: which outcome each program should get from a target.
 
 A target's expectations are a JSON file.  The built-in ones ship in the
-package as ``harness/run/expectations_data/loom-opt.json`` and
-``harness/run/expectations_data/mlir-opt.json``; a user's own file replaces them
+package as ``harness/targets/expectations_data/loom-opt.json`` and
+``harness/targets/expectations_data/mlir-opt.json``; a user's own file replaces them
 (``--expectations PATH``).
 
 Schema::
@@ -349,7 +349,7 @@ def builtin_expectations(name: str) -> Expectations | None:
     """The expectations shipped for target ``name``, or None if there are none."""
     if name in _BUILTIN_CACHE:
         return _BUILTIN_CACHE[name]
-    res = resources.files("harness.run").joinpath("expectations_data", f"{name}.json")
+    res = resources.files("harness.targets").joinpath("expectations_data", f"{name}.json")
     if not res.is_file():
         return None
     exp = _loads(res.read_text(encoding="utf-8"), f"builtin:{name}")

@@ -1,7 +1,7 @@
 """The tool under test as a ``Target``: a command line (binary plus pass arguments;
 the program goes to its stdin), the rendering it reads (``canonical`` for loom,
 ``oracle`` for upstream ``mlir-opt``), limits, the expectations it is judged
-against and its build (:mod:`harness.run.identity`); and how a name or a path
+against and its build (:mod:`harness.targets.identity`); and how a name or a path
 becomes one (:func:`resolve_target`)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from harness.run.expectations import DEFAULT_RULE, Expectations, builtin_expectations, load_expectations
-from harness.run.identity import BuildIdentity, IdentityError, identify, which
+from harness.targets.expectations import DEFAULT_RULE, Expectations, builtin_expectations, load_expectations
+from harness.targets.identity import BuildIdentity, IdentityError, identify, which
 
 __all__ = ["DEFAULT_LOOM_PASS_ARGS", "DEFAULT_MLIR_PIPELINE", "Target", "TargetNotFound", "explicit_binary",
            "resolve_target"]
@@ -40,7 +40,7 @@ class Target:
     memory_mb: int | None = 4096  # RLIMIT_AS; None: no limit (sanitizer builds)
     expectations: Expectations | None = None  # None: built-in for `name`, else accept-all
     env: Mapping[str, str] = field(default_factory=lambda: DEFAULT_ENV, hash=False)  # added to os.environ
-    #: the binary's family, release and capabilities, asked once (harness.run.identity);
+    #: the binary's family, release and capabilities, asked once (harness.targets.identity);
     #: None for a target built by hand (tests, the differential oracle's optimizer)
     build: BuildIdentity | None = field(default=None, compare=False)
     #: a program of the grammar's own shape in the target's rendering: the probe runs it
@@ -169,7 +169,7 @@ def resolve_target(
 
     Any other name, or a path: a build of its own (``mlir-opt-19``, ``iree-opt``,
     ``/opt/llvm/bin/mlir-opt``), binary ``loom_opt`` / ``mlir_opt`` or ``name``,
-    asked once what it is (:func:`harness.run.identity.identify`): a tool that
+    asked once what it is (:func:`harness.targets.identity.identify`): a tool that
     takes mlir-opt's flags is the ``mlir-opt`` target with that binary, one that
     registers loom's pass the ``loom-opt`` target; anything else is a user's tool:
     arguments ``pass_args`` plus ``pipeline``, canonical rendering, and (unless
