@@ -131,11 +131,18 @@ def findings_of(artifacts: Path) -> Counter:
     return kinds
 
 
+def ran(row: dict) -> bool:
+    """Whether the chunk's ``loomfuzz run`` ran its programs (its summary's rate line is there)."""
+    return any("programs/s over" in line for line in row.get("summary", []))
+
+
 def load_rows(state: Path) -> list[dict]:
+    """The finished chunks' rows (a chunk that failed to start is left out of every sum)."""
     path = state / "hunt.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row for row in rows if ran(row)]
 
 
 def hunt(cells: tuple[Cell, ...], state: Path, goal_s: float, programs: int, seed: int, niceness: int) -> None:

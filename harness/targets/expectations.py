@@ -349,7 +349,7 @@ def builtin_expectations(name: str) -> Expectations | None:
     """The expectations shipped for target ``name``, or None if there are none."""
     if name in _BUILTIN_CACHE:
         return _BUILTIN_CACHE[name]
-    res = resources.files("harness.targets").joinpath("expectations_data", f"{name}.json")
+    res = resources.files("harness.targets").joinpath("expectations_data").joinpath(f"{name}.json")
     if not res.is_file():
         return None
     exp = _loads(res.read_text(encoding="utf-8"), f"builtin:{name}")
