@@ -116,33 +116,32 @@ MLIR_NOT_FOUND = (
 )
 
 
-def _find_loom_opt(loom_opt: str | None) -> str:
-    if loom_opt:
-        return explicit_binary(loom_opt, "loom-opt")
-    env = os.environ.get("LOOM_OPT")
+def _find_binary(given: str | None, what: str, variable: str, names: tuple[str, ...],
+                 paths: tuple[str, ...], not_found: str) -> str:
+    """The binary named on the command line, else by ``$variable``, else the first of
+    ``names`` on PATH or of ``paths``; raises ``TargetNotFound(not_found)``."""
+    if given:
+        return explicit_binary(given, what)
+    env = os.environ.get(variable)
     if env:
-        return explicit_binary(env, "LOOM_OPT")
-    for name in ("loom-opt", "loom-raise-opt"):
+        return explicit_binary(env, variable)
+    for name in names:
         found = shutil.which(name)
         if found:
             return found
-    raise TargetNotFound(LOOM_NOT_FOUND)
+    for path in paths:
+        if _executable(path):
+            return path
+    raise TargetNotFound(not_found)
+
+
+def _find_loom_opt(loom_opt: str | None) -> str:
+    return _find_binary(loom_opt, "loom-opt", "LOOM_OPT", ("loom-opt", "loom-raise-opt"), (), LOOM_NOT_FOUND)
 
 
 def _find_mlir_opt(mlir_opt: str | None = None) -> str:
-    if mlir_opt:
-        return explicit_binary(mlir_opt, "mlir-opt")
-    env = os.environ.get("MLIR_OPT")
-    if env:
-        return explicit_binary(env, "MLIR_OPT")
-    for name in ("mlir-opt-22", "mlir-opt"):
-        found = shutil.which(name)
-        if found:
-            return found
-    for path in ("/usr/lib/llvm-22/bin/mlir-opt",):
-        if _executable(path):
-            return path
-    raise TargetNotFound(MLIR_NOT_FOUND)
+    return _find_binary(mlir_opt, "mlir-opt", "MLIR_OPT", ("mlir-opt-22", "mlir-opt"),
+                        ("/usr/lib/llvm-22/bin/mlir-opt",), MLIR_NOT_FOUND)
 
 
 def resolve_target(
