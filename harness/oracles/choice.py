@@ -62,7 +62,9 @@ def oracle_runner(target: Target | None, choice: OracleChoice) -> Runner:
     reading the exec rendering, replaces it: read ``runner.target``).  Raises ``DriverError`` (a persistent
     runner without a driver) and ``ValueError`` (a runner kind the oracle cannot use),
     each one line; the runner's ``note`` / ``notes`` say where another way had to be taken."""
-    if choice.divergence is not None and target is not None:
+    if (choice.divergence is not None or choice.differential is None) and target is None:
+        raise ValueError(f"the {choice.name} oracle judges a build under test: none given")
+    if choice.divergence is not None:
         from harness.oracles.divergence_runner import DivergenceRunner
 
         return DivergenceRunner(target, choice.divergence, runner_kind=choice.runner, jobs=choice.jobs,
@@ -71,7 +73,5 @@ def oracle_runner(target: Target | None, choice: OracleChoice) -> Runner:
         from harness.oracles.differential_runner import DifferentialRunner
 
         return DifferentialRunner(choice.differential, jobs=choice.jobs, expectations=choice.expectations)
-    if target is None:
-        raise ValueError("the crash and divergence oracles judge a target: none given")
     return make_runner(choice.runner, target, jobs=choice.jobs, batch_size=choice.batch_size,
                        restart_every=choice.restart_every, env=choice.env, settle=choice.settle)
