@@ -213,7 +213,7 @@ def probe_pipeline(args: argparse.Namespace, target, command: str):
     return result
 
 
-def oracle_runner_from_args(args: argparse.Namespace, target, choice, *, jobs: int | None = None):
+def oracle_runner_from_args(args: argparse.Namespace, target, choice):
     """The runner of ``choice`` (harness.oracles.choice) with the options' ``--runner``, jobs,
     batch size and driver restarts, after the pass pipeline passed its probe where the target
     runs it as given (:func:`probe_pipeline`; the differential oracle probes its optimizer
@@ -233,7 +233,7 @@ def oracle_runner_from_args(args: argparse.Namespace, target, choice, *, jobs: i
         except TargetNotFound as error:
             raise TargetError(str(error)) from None
     choice = dataclasses.replace(choice, runner=getattr(args, "runner", None),
-                                 jobs=jobs if jobs is not None else getattr(args, "jobs", 1),
+                                 jobs=getattr(args, "jobs", 1),
                                  batch_size=getattr(args, "batch_size", None),
                                  restart_every=getattr(args, "restart_every", None))
     try:
@@ -241,6 +241,9 @@ def oracle_runner_from_args(args: argparse.Namespace, target, choice, *, jobs: i
     except DriverError as error:
         raise TargetError(str(error)) from None
     except ValueError as error:
+        if choice.divergence is None:
+            raise
+        # a runner the two-builds oracle cannot use: one line, exit 2
         raise ReferenceBuildError(f"--runner: {error}") from None
     for note in getattr(runner, "notes", None) or ([runner.note] if runner.note else []):
         print(f"loomfuzz {args.command}: note: {note}", file=sys.stderr)

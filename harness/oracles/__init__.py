@@ -16,7 +16,8 @@
 =================  ==============================================================
 
 Every command that judges (run, enumerate --run, fuzz, triage) gets its runner for
-one :class:`OracleChoice` from :func:`oracle_runner`; their findings are triaged by
+one :class:`~harness.oracles.choice.OracleChoice` from
+:func:`~harness.oracles.choice.oracle_runner`; their findings are triaged by
 :mod:`harness.triage` (crash buckets, :mod:`harness.triage.wrong_code_triage`,
 :mod:`harness.triage.divergence_triage`).
 """
