@@ -397,7 +397,7 @@ def add_oracle_arguments(parser) -> None:
                         help=f"with --oracle differential: the share of programs also judged with "
                              f"constant twins, every function run once more with one row's inputs as "
                              f"compile-time constants so the folders see them (default {DEFAULT_TWINS}; "
-                             f"0: none, 1: every program)")
+                             f"0: none, 1: every program); with a reference build, both builds read them")
     parser.add_argument("--reference-runner", metavar="PATH", default="mlir-runner-22",
                         help="with --oracle differential: the reference runner (default mlir-runner-22)")
     parser.add_argument("--runtime-library", metavar="PATH", default=None,

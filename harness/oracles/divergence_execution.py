@@ -3,7 +3,11 @@
 :func:`exec_divergence_settings` makes the :class:`harness.oracles.divergence_runner.DivergenceSettings`
 of a differential run with a reference build: each canonical program is rendered
 for execution as *both* releases parse it (flagless when either is MLIR 15/16,
-:mod:`harness.execute.releases`: the two builds read the same bytes), and an
+:mod:`harness.execute.releases`: the two builds read the same bytes), with the
+constant twins the differential oracle gives the same program
+(:class:`ExecPreparation`: ``--twins``, the same deterministic share, so the same
+``--seed`` gives the same bytes; the twins are added before the release
+adaptation, since their copies of the bodies carry flags too), and an
 output is executed when the two normal forms differ, by the judge the settings
 name (:attr:`OracleSettings.runner`):
 
@@ -33,7 +37,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Sequence
 
@@ -43,22 +47,52 @@ from harness.oracles.differential_runner import OracleError, OracleSettings, ora
 from harness.execute.releases import for_release, major_version
 from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import Toolchain
+from harness.execute.twins import TwinPlan, plan_of, with_twins
 from harness.oracles.divergence_runner import DivergenceSettings, failed_execution
 from harness.run.outcome import Outcome, OutcomeKind
 from harness.run.driver_protocol import DriverError
 from harness.run.process import run_program
 from harness.targets.target import Target
 
-__all__ = ["InProcessSides", "check_reference_optimizer", "differential_target", "exec_divergence_settings",
-           "exec_for_releases", "in_process_note"]
+__all__ = ["ExecPreparation", "InProcessSides", "check_reference_optimizer", "differential_target",
+           "exec_divergence_settings", "exec_for_releases", "in_process_note", "twins_of"]
 
 
-def exec_for_releases(releases: tuple[int | None, ...], canonical: str) -> str:
-    """The exec rendering of ``canonical`` as every one of ``releases`` parses it."""
+def exec_for_releases(releases: tuple[int | None, ...], canonical: str, plan: TwinPlan | None = None) -> str:
+    """The exec rendering of ``canonical``, with the constant twins of ``plan`` (None: none), as
+    every one of ``releases`` parses it.  Raises ``ExecRenderError``."""
     text = exec_module(canonical)
+    if plan is not None:  # before the adaptation: the twins copy the bodies, flags and all
+        text = with_twins(text, plan)
     for release in releases:
         text = for_release(text, release)
     return text
+
+
+@dataclass(frozen=True)
+class ExecPreparation:
+    """What both builds read of a canonical program (``DivergenceSettings.prepare``): its exec
+    rendering with the twins ``oracle`` gives it (:meth:`OracleSettings.plan`: the program's own
+    plan for the ``--twins`` share, the choice the differential oracle makes), as every one of
+    ``releases`` parses it."""
+
+    oracle: OracleSettings
+    releases: tuple[int | None, ...]
+
+    def __call__(self, canonical: str) -> str:
+        return exec_for_releases(self.releases, canonical, self.oracle.plan(canonical))
+
+    def with_plan(self, plan: TwinPlan | None) -> "ExecPreparation":
+        """Every program with exactly ``plan`` (None: none), whatever the share: triage keeps a
+        finding's twins while it minimizes (drawn again from a smaller program, they would
+        be other twins, and the bug could be lost)."""
+        return replace(self, oracle=replace(self.oracle, twins=0.0, twin_plan=plan))
+
+
+def twins_of(prepared: str) -> str | None:
+    """The constant twins of a text both builds read, as their plan's text (``8:ff,3:05``), or None."""
+    plan = plan_of(prepared)
+    return plan.text() if plan is not None else None
 
 
 def _execute(toolchain: Toolchain, text: str) -> str:
@@ -204,7 +238,8 @@ def exec_divergence_settings(reference: str, oracle: OracleSettings, compare: st
     releases = (oracle.release, major_version(reference))
     note, in_process = in_process_note(oracle)
     sides = InProcessSides(oracle, primary_in_driver=True) if in_process else None
-    return DivergenceSettings(reference, compare, prepare=partial(exec_for_releases, releases),
+    return DivergenceSettings(reference, compare, prepare=ExecPreparation(oracle, releases),
+                              twins_of=twins_of, twins=oracle.twins if oracle.twin_plan is None else 1.0,
                               execute=partial(_execute, oracle.toolchain),
                               execute_all=sides.execute_all if sides else None,
                               run_primary=sides.run_primary if sides and sides.primary_in_driver else None,

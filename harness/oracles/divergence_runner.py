@@ -34,7 +34,9 @@ How a build's program runs alone and how outputs are executed are the settings'
 (``run_primary``, ``execute``, ``execute_all``): by default a fresh process and
 the trusted toolchain's processes; ``--oracle differential`` with the persistent
 runner puts both in the driver (:mod:`harness.oracles.divergence_execution`), and says in
-``note`` where it could not.
+``note`` where it could not.  Where the text both builds read may carry constant twins
+(``twins_of``: ``--oracle differential``), each finding records them and the summary
+counts the programs that had them (the differential oracle's line).
 """
 
 from __future__ import annotations
@@ -90,6 +92,11 @@ class DivergenceSettings:
     note: str | None = None
     #: one line for the summary of what the in-process judge did (its driver's deaths), or None
     execution_summary: Callable[[], str | None] | None = None
+    #: the constant twins of a text both builds read (harness.execute.twins), as their plan's
+    #: text, or None; recorded in each finding (``twins``).  None: this mode has no twins
+    twins_of: Callable[[str], str | None] | None = None
+    #: the share of programs prepared with twins (``--twins``): above 0, the summary counts them
+    twins: float = 0.0
 
     def __post_init__(self) -> None:
         if self.compare not in COMPARISONS:
@@ -238,6 +245,8 @@ class DivergenceResult(Result):
                            "compare": self.settings.compare,
                            "build_input": program,
                            "reproduce": reproduction_command(self.side_target, self.settings, program)})
+            if self.settings.twins_of is not None:  # what triage reproduces and minimizes with
+                record["twins"] = self.settings.twins_of(self.prepared)
         super().write_finding(directory, name, target, record, suffix=suffix)
 
 
@@ -313,15 +322,20 @@ class DivergenceRunner(Runner):
         self.primary = _side_runner(kind, target, judge, jobs, batch_size, mine)
         self.reference = _side_runner(kind, self.reference_target, _never_a_finding, jobs, batch_size, theirs)
         self._confirmations = 0  # processes of the confirmations (two per divergence)
+        self._twinned = 0  # programs both builds read with constant twins (settings.twins_of)
 
     def describe(self) -> str:
         """``divergence (this build: persistent, driver X; the reference: batch)``: how each ran."""
         return f"divergence (this build: {self.primary.describe()}; the reference: {self.reference.describe()})"
 
     def executor_summary(self) -> str | None:
-        """What the in-process judge of the two builds' values did (its driver's deaths), or None."""
+        """What the in-process judge of the two builds' values did (its driver's deaths) and how
+        many programs had constant twins (the differential oracle's line), or None."""
         summary = self.settings.execution_summary
-        return summary() if summary is not None else None
+        parts = [summary() if summary is not None else None]
+        if self.settings.twins_of is not None and self.settings.twins > 0:
+            parts.append(f"constant twins in {self._twinned} of {self.stats.programs} programs")
+        return "; ".join(p for p in parts if p) or None
 
     def close(self) -> None:
         self.primary.close()
@@ -355,6 +369,9 @@ class DivergenceRunner(Runner):
 
     def _paired(self, program: Program, prepared: str, mine: Result, theirs: Result) -> Result:
         executions = mine.executions + theirs.executions
+        if self.settings.twins_of is not None and self.settings.twins_of(prepared) is not None:
+            with self._lock:
+                self._twinned += 1
         divergence = compare(mine.outcome, theirs.outcome, self.settings)
         if divergence is not None:
             divergence = judge_alone(self.target, self.settings, prepared)  # confirmed, or a flake

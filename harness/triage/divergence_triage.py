@@ -36,7 +36,12 @@ this module is the divergence's part:
    bug's own).  Groups whose minimized programs have one signature are one
    bucket (the database's bucket of that kind and signature).
 
-Under ``--oracle differential`` both builds' outputs are executed by the judge the
+Under ``--oracle differential`` both builds read the exec rendering, with the constant
+twins each finding was found with (its ``NAME.exec.mlir`` records them:
+:func:`harness.triage.wrong_code_triage.twin_plans`): a finding is reproduced and
+minimized with exactly those twins (none for one found without), never the share
+drawn again from a smaller candidate, whose own plan would be other twins.  The
+member's and the bucket's ``details`` say which (``twins``).  Both builds' outputs are executed by the judge the
 settings name (:mod:`harness.oracles.divergence_execution`: with the persistent runner, in
 the driver, the primary build ``mlir-opt-22`` optimized there too; the reference
 build is always a process of its own); a part that cannot run so is said in one
@@ -58,7 +63,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -67,6 +72,8 @@ from harness.core.compiled import CompiledGrammar
 from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
+from harness.execute.twins import TwinPlan
+from harness.oracles.divergence_execution import ExecPreparation
 from harness.oracles.divergence_runner import (Divergence, DivergenceSettings, ReferenceBuildError, judge_alone,
                                     reproduction_command)
 from harness.run.normalize import normalize, operation_of
@@ -76,6 +83,7 @@ from harness.triage.buckets import OracleBucket
 from harness.triage.oracle_runs import (Group, Judged, OracleRunConfig, OracleSummary, findings_in,
                                         minimized_fields, run_oracle_triage, stop_point)
 from harness.triage.signature import crash_signature, normalise_message
+from harness.triage.wrong_code_triage import twin_plans
 
 __all__ = ["BUILD_INPUT", "KIND", "ORACLE", "DivergenceTriage", "RecordedReference", "divergence_findings",
            "recorded_reference", "run_divergence_triage", "side_text", "signature_of"]
@@ -180,44 +188,69 @@ class DivergenceTriage:
     settings: DivergenceSettings
     grammar: CompiledGrammar
     name: str = ORACLE
+    #: each finding's constant twins (program text -> plan, from its NAME.exec.mlir); a
+    #: program without one is judged without twins
+    plans: dict[str, TwinPlan] = field(default_factory=dict)
     checker: Callable | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.checker = contract_checker(self.grammar)
+
+    @property
+    def _exec(self) -> bool:
+        """Whether both builds read the exec rendering (and so may have twins)."""
+        return isinstance(self.settings.prepare, ExecPreparation)
+
+    def settings_for(self, twins: str | None) -> DivergenceSettings:
+        """The settings that prepare every program with exactly the twins ``twins`` (a plan's
+        text; None: none); the settings as they are where the builds read the program itself."""
+        if not self._exec:
+            return self.settings
+        plan = TwinPlan.parse(twins) if twins else None
+        return replace(self.settings, prepare=self.settings.prepare.with_plan(plan), twins=0.0)
+
+    def _twins(self, text: str) -> str | None:
+        plan = self.plans.get(text)
+        return plan.text() if plan is not None else None
 
     def target_json(self) -> dict:
         return {"name": self.target.name, "argv": list(self.target.argv), "render": self.target.render,
                 "reference": list(self.settings.reference_target(self.target).argv),
                 "compare": self.settings.compare}
 
-    def divergence(self, text: str) -> Divergence | None:
-        """Both builds on ``text`` (in the target's rendering), each alone; None: they agree,
-        or the preparation refuses the program (it cannot diverge)."""
+    def divergence(self, text: str, settings: DivergenceSettings | None = None) -> Divergence | None:
+        """Both builds on ``text`` (in the target's rendering), each alone, prepared by
+        ``settings`` (None: this triage's); None: they agree, or the preparation refuses the
+        program (it cannot diverge)."""
         stop_point()
+        settings = settings or self.settings
         try:
-            prepared = self.settings.prepared(text)
+            prepared = settings.prepared(text)
         except Exception:  # noqa: BLE001 - a program the preparation refuses cannot diverge
             return None
-        return judge_alone(self.target, self.settings, prepared)
+        return judge_alone(self.target, settings, prepared)
 
     def judge(self, text: str) -> Judged:
-        found = self.divergence(text)
+        twins = self._twins(text)
+        found = self.divergence(text, self.settings_for(twins))
         if found is None:
             return Judged(None, "does not reproduce: the two builds agree")
-        return Judged(KIND, f"divergence ({found.aspect}): {found.describe()}"[:300],
-                      {"signature": signature_of(found), "aspect": found.aspect, "kinds": found.kinds})
+        details = {"signature": signature_of(found), "aspect": found.aspect, "kinds": found.kinds}
+        if self._exec:
+            details["twins"] = twins
+        return Judged(KIND, f"divergence ({found.aspect}): {found.describe()}"[:300], details)
 
     def group_of(self, details: dict) -> tuple:
         return (details["signature"],)
 
-    def _same_way(self, details: dict) -> Callable[[object], bool]:
+    def _same_way(self, details: dict, settings: DivergenceSettings) -> Callable[[object], bool]:
         """The minimization predicate: in the contract, and still diverging the same way (an
         outcome divergence: the same signature, the failing build's crash signature being
         stable; an output or values divergence: the same aspect and kinds)."""
         def keeps(tree) -> bool:
             if self.checker is not None and self.checker(render(tree, self.grammar)):
                 return False  # off the contract: a pass owes such a program nothing
-            found = self.divergence(render(tree, self.grammar, self.target.render))
+            found = self.divergence(render(tree, self.grammar, self.target.render), settings)
             if found is None:
                 return False
             if details["aspect"] == "outcome":
@@ -228,17 +261,19 @@ class DivergenceTriage:
 
     def minimize(self, group: Group, max_evaluations: int) -> OracleBucket:
         started = time.monotonic()
+        twins = group.details.get("twins")  # the smallest member's: it is the one minimized
+        settings = self.settings_for(twins)
         parsed = parse(group.text, self.grammar)
         program, text, evaluations, steps = None, group.text, 0, ()
         if parsed.tree is not None:
-            result = minimize(parsed.tree, self.grammar, self._same_way(group.details),
+            result = minimize(parsed.tree, self.grammar, self._same_way(group.details, settings),
                               max_evaluations=max_evaluations)
             program, text = result.tree, render(result.tree, self.grammar, self.target.render)
             evaluations, steps = result.evaluations, tuple(result.steps)
-        found = self.divergence(text)
+        found = self.divergence(text, settings)
         if found is None:  # a flaky build: keep the original program
             program, text = parsed.tree, group.text
-            found = self.divergence(text)
+            found = self.divergence(text, settings)
         if found is None:  # not even that: a bucket of its own, said so
             signature, message, mine, theirs, first = "unconfirmed", "the builds agreed when judged again", "", "", None
         else:
@@ -251,9 +286,11 @@ class DivergenceTriage:
                    "compare": self.settings.compare, "aspect": found.aspect if found else None,
                    "kinds": found.kinds if found else None, "first_difference": first,
                    "reproduce": reproduction_command(self.target, self.settings, BUILD_INPUT)}
-        prepared = self.settings.prepared(text)
+        if self._exec:
+            details["twins"] = twins
+        prepared = settings.prepared(text)
         if prepared != text:
-            details["input"] = prepared  # what both builds read: the exec rendering
+            details["input"] = prepared  # what both builds read: the exec rendering, its twins too
         return OracleBucket(
             oracle=ORACLE, kind=KIND, signature=signature, minimized_text=text, message=message,
             reference_output=theirs or None, observed_output=mine or None, details=details,
@@ -269,7 +306,8 @@ def run_divergence_triage(config: OracleRunConfig, target: Target, settings: Div
     log = log or (lambda message: print(message, file=sys.stderr))
     if settings.note:
         log(f"triage: note: {settings.note}")
-    summary = run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar), log=log)
+    plans = twin_plans(config.findings) if isinstance(settings.prepare, ExecPreparation) else {}
+    summary = run_oracle_triage(config, DivergenceTriage(target, settings, config.grammar, plans=plans), log=log)
     deaths = settings.execution_summary() if settings.execution_summary is not None else None
     if deaths:  # the in-process judge's driver died on outputs (none: nothing to say)
         log(f"triage: {deaths}")
