@@ -171,6 +171,9 @@ def hunt(cells: tuple[Cell, ...], state: Path, goal_s: float, programs: int, see
                "seed": seed + k, "programs": programs, "cpu_s": round(cpu, 1), "cpu_method": method, "wall_s": round(wall, 1),
                "returncode": done.returncode, "findings": dict(kinds), "command": shlex.join(command),
                "summary": summary, "stderr_tail": done.stderr.strip().splitlines()[-5:]}
+        if not ran(row):  # a chunk that does not start would fail the same way forever
+            reason = row["stderr_tail"][-1] if row["stderr_tail"] else f"exit {done.returncode}, no output"
+            raise SystemExit(f"bench_hunt: {cell.slug} chunk {k} did not run: {reason}")
         with open(state / "hunt.jsonl", "a") as out:
             out.write(json.dumps(row) + "\n")
         spent[cell.slug] += cpu
