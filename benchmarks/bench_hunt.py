@@ -131,9 +131,15 @@ def findings_of(artifacts: Path) -> Counter:
     return kinds
 
 
+def printed_rate(stdout: str) -> bool:
+    """Whether ``loomfuzz run`` printed its rate line (it ran its programs)."""
+    return "programs/s over" in stdout
+
+
 def ran(row: dict) -> bool:
-    """Whether the chunk's ``loomfuzz run`` ran its programs (its summary's rate line is there)."""
-    return any("programs/s over" in line for line in row.get("summary", []))
+    """Whether the chunk's ``loomfuzz run`` ran its programs (rows before ``ran`` was recorded:
+    its summary's last lines hold the rate line)."""
+    return row.get("ran", printed_rate("\n".join(row.get("summary", []))))
 
 
 def load_rows(state: Path) -> list[dict]:
@@ -170,7 +176,8 @@ def hunt(cells: tuple[Cell, ...], state: Path, goal_s: float, programs: int, see
         row = {"cell": cell.slug, "target": cell.target, "pipeline": cell.pipeline, "chunk": k,
                "seed": seed + k, "programs": programs, "cpu_s": round(cpu, 1), "cpu_method": method, "wall_s": round(wall, 1),
                "returncode": done.returncode, "findings": dict(kinds), "command": shlex.join(command),
-               "summary": summary, "stderr_tail": done.stderr.strip().splitlines()[-5:]}
+               "summary": summary, "stderr_tail": done.stderr.strip().splitlines()[-5:],
+               "ran": printed_rate(done.stdout)}  # many findings push the rate line out of the summary
         if not ran(row):  # a chunk that does not start would fail the same way forever
             reason = row["stderr_tail"][-1] if row["stderr_tail"] else f"exit {done.returncode}, no output"
             raise SystemExit(f"bench_hunt: {cell.slug} chunk {k} did not run: {reason}")
