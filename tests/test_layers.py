@@ -335,3 +335,39 @@ def test_a_runner_built_by_hand_is_seen(tmp_path):
         "harness/oracles/choice.py": "from harness.run.runners import make_runner\nr = make_runner(None, None)\n",
     })
     assert runner_constructions(root) == ["harness/fuzzing/campaign.py:2 ProcessRunner(...)"]
+
+
+#: The calls that judge with an executor (harness.execute) directly: only the oracles make them.
+EXECUTOR_CALLS = {"executor", "judge_many", "make_executor"}
+
+
+def executor_calls(root: Path) -> list[str]:
+    """Calls of an executor's factory or its batch judgement above the oracles' room."""
+    found = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("harness/execute/", "harness/oracles/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=relative)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in EXECUTOR_CALLS:
+                    found.append(f"{relative}:{node.lineno} {name}(...)")
+    return found
+
+
+def test_triage_judges_one_program_through_the_oracles():
+    """Wrong-code and divergence triage re-judge a finding with the oracle's own judge_alone
+    (harness/oracles/): no module above the oracles reaches for an executor itself."""
+    found = executor_calls(ROOT)
+    assert not found, _report("executors used outside harness/execute and harness/oracles", found)
+
+
+def test_an_executor_used_by_hand_is_seen(tmp_path):
+    root = _package(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/triage/__init__.py": "",
+        "harness/triage/wrong_code.py": "def f(settings):\n    return settings.executor().judge('', None)\n",
+        "harness/oracles/differential_runner.py": "def g(settings):\n    return settings.executor()\n",
+    })
+    assert executor_calls(root) == ["harness/triage/wrong_code.py:2 executor(...)"]

@@ -20,6 +20,10 @@ per side for a whole batch).  Each program's :class:`OracleVerdict` is a runner 
   (:mod:`harness.execute.interpret`) shows to reach undefined behaviour (no
   value exists to compare).
 
+One program alone, as triage reproduces, bisects and minimizes a finding, is
+judged by :func:`judge_alone` (any pipeline, the interpreter's values as the
+reference); :func:`in_process_unavailable` says whether the in-process judge runs.
+
 A finding leaves ``NAME.mlir`` (the canonical program), ``NAME.json`` (with an
 ``oracle`` object: both outputs, the differences, the optimizer command) and
 the sidecars ``NAME.exec.mlir`` and ``NAME.optimized.mlir``.
@@ -35,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from harness.checker import check_text
 from harness.execute.differential import (
     _PROBE,
     Optimizer,
@@ -43,6 +48,7 @@ from harness.execute.differential import (
     ExecutorsDisagree,
     Same,
     TargetFailed,
+    Verdict as Judgement,
     WrongCode,
 )
 from harness.execute.executors import default_executor_kind, make_executor
@@ -50,9 +56,10 @@ from harness.execute.interpret import InterpretError, UndefinedBehaviour, interp
 from harness.execute.process_executor import Executor
 from harness.execute.releases import for_release
 from harness.execute.canonical_program import ExecRenderError
+from harness.execute.exec_layout import layout_of
 from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
-from harness.execute.twins import DEFAULT_TWINS, TwinPlan, plan_for, sampled, with_twins
+from harness.execute.twins import DEFAULT_TWINS, TwinPlan, expected_output, plan_for, sampled, with_twins
 from harness.run.atomic import write_atomically
 from harness.run.driver_protocol import DriverError
 from harness.targets.expectations import Expectations
@@ -65,7 +72,8 @@ from harness.targets.target import Target
 from harness.run.runners import Program, Result, Runner
 
 __all__ = ["DEFAULT_TWINS", "ORACLES", "DifferentialRunner", "OracleError", "OracleSettings", "OracleVerdict",
-           "check_oracle", "close_executors", "oracle_settings", "oracle_target", "verdict_record"]
+           "check_oracle", "close_executors", "in_process_unavailable", "judge_alone", "oracle_settings",
+           "oracle_target", "verdict_record"]
 
 ORACLES = ("crash", "differential")
 DEFAULT_BATCH = 24
@@ -224,6 +232,41 @@ def _undefined(canonical: str) -> str | None:
         return str(error)
     except InterpretError:
         return None  # a construct the interpreter does not read: judged by execution alone
+    return None
+
+
+def judge_alone(canonical: str, settings: OracleSettings, pipeline: str | None = None, *,
+                confirm: bool = False) -> Judgement | None:
+    """``canonical`` judged alone under ``pipeline`` (None: the settings' own), the reference
+    values from the interpreter (twins: their rows' values again); None for a program off
+    P1-P24 or with undefined behaviour (it has no values to compare).  With ``confirm``, a
+    ``wrong-code`` verdict is judged again with the reference toolchain's own values (both
+    sides executed).  Raises ``DriverError``."""
+    if check_text(canonical):
+        return None
+    try:
+        reference = interpret_program(canonical)
+        exec_text = settings.exec_text(canonical)
+    except (InterpretError, ExecRenderError):
+        return None
+    layout = layout_of(exec_text)
+    if any(f.twin_of for f in layout.functions):  # the twins print their rows' values again
+        reference = expected_output(layout, reference)
+    optimizer = settings.optimizer if pipeline is None else replace(settings.optimizer, pipeline=pipeline)
+    executor = settings.executor()
+    verdict = executor.judge(exec_text, optimizer, reference_output=reference)
+    if confirm and isinstance(verdict, WrongCode):
+        confirmed = executor.judge(exec_text, optimizer)
+        verdict = confirmed if isinstance(confirmed, WrongCode) else verdict
+    return verdict
+
+
+def in_process_unavailable(settings: OracleSettings) -> str | None:
+    """None where the in-process judge runs for ``settings``, else why not (one line)."""
+    try:
+        replace(settings, runner="persistent").executor()
+    except DriverError as error:
+        return str(error)
     return None
 
 

@@ -7,8 +7,9 @@ are triaged by :mod:`harness.triage.wrong_code_triage` with these:
 * :func:`left_to_the_oracle`: what crash triage leaves to this triage (the
   findings, found with :func:`harness.triage.oracle_runs.findings_in`, whose
   ``.json`` sidecar says one of :data:`KINDS`, and their sidecars);
-* :func:`verdict_of`: a program judged under a pipeline, the reference values
-  from the interpreter (a program off P1-P24 or with undefined behaviour has
+* :func:`verdict_of`: a program judged under a pipeline by the oracle's own
+  :func:`harness.oracles.differential_runner.judge_alone` (the reference values
+  from the interpreter; a program off P1-P24 or with undefined behaviour has
   no verdict: it is never wrong code); a stop request raises
   :class:`harness.run.stop_requests.Stopped`;
 * :func:`culprit_pass`: **pipeline bisection**, the shortest prefix of the
@@ -39,14 +40,10 @@ from pathlib import Path
 from typing import Callable
 
 from harness.brackets import split_top_level
-from harness.checker import check_text
 from harness.execute.differential import ExecutorsDisagree, Verdict, WrongCode, differences, printed_poison
-from harness.execute.interpret import InterpretError, interpret_program
-from harness.oracles.differential_runner import OracleSettings
-from harness.execute.canonical_program import ExecRenderError
+from harness.oracles.differential_runner import OracleSettings, judge_alone
 from harness.execute.exec_layout import layout_of
 from harness.execute.toolchain import LOWERING
-from harness.execute.twins import expected_output
 from harness.triage.oracle_runs import sidecar_kind, stop_point
 
 __all__ = ["DISAGREEMENT", "KINDS", "Disagreement", "culprit_pass", "disagreement_of", "left_to_the_oracle", "lit_test",
@@ -175,27 +172,10 @@ def signature_of(exec_text: str, verdict: Verdict) -> str:
 
 
 def verdict_of(text: str, settings: OracleSettings, pipeline: str, *, confirm: bool = False) -> Verdict | None:
-    """The verdict under ``pipeline``, the reference values from the interpreter (a program
-    with undefined behaviour or off P1-P24 has none).  With ``confirm``, a ``wrong-code``
-    verdict is judged again with the reference toolchain's own values (both sides executed)."""
+    """The oracle's judgement of ``text`` alone under ``pipeline``
+    (:func:`harness.oracles.differential_runner.judge_alone`), unless the triage is stopping."""
     stop_point()  # the triage is stopping: no new judgement
-    if check_text(text):
-        return None
-    try:
-        reference = interpret_program(text)
-        exec_text = settings.exec_text(text)
-    except (InterpretError, ExecRenderError):
-        return None
-    layout = layout_of(exec_text)
-    if any(f.twin_of for f in layout.functions):  # the twins print their rows' values again
-        reference = expected_output(layout, reference)
-    optimizer = replace(settings.optimizer, pipeline=pipeline)
-    executor = settings.executor()
-    verdict = executor.judge(exec_text, optimizer, reference_output=reference)
-    if confirm and isinstance(verdict, WrongCode):
-        confirmed = executor.judge(exec_text, optimizer)
-        verdict = confirmed if isinstance(confirmed, WrongCode) else verdict
-    return verdict
+    return judge_alone(text, settings, pipeline, confirm=confirm)
 
 
 def lit_test(program: str, settings: OracleSettings, pipeline: str, reference: str) -> str:

@@ -57,7 +57,7 @@ from harness.core.parse import parse
 from harness.core.reduce import minimize
 from harness.core.render import render
 from harness.execute.differential import ExecutorsDisagree, TargetFailed, WrongCode
-from harness.oracles.differential_runner import OracleSettings
+from harness.oracles.differential_runner import OracleSettings, in_process_unavailable
 from harness.execute.canonical_program import ExecRenderError
 from harness.execute.twins import TwinPlan, plan_of
 from harness.triage.buckets import OracleBucket
@@ -209,17 +209,6 @@ class _Count:
             self.value += 1
 
 
-def _in_process_available(settings: OracleSettings) -> str | None:
-    """None where the in-process judge runs, else why not (one line)."""
-    from harness.run.driver_protocol import DriverError
-
-    try:
-        replace(settings, runner="persistent").executor()
-    except DriverError as error:
-        return str(error)
-    return None
-
-
 def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
                           releases: ReleaseSelection | None = None,
                           log: Callable[[str], None] | None = None) -> OracleSummary:
@@ -234,7 +223,7 @@ def run_wrong_code_triage(config: OracleRunConfig, settings: OracleSettings, *,
     disagreements = sum(kind == DISAGREEMENT for kind in kinds.values())
     why_not = None
     if disagreements and settings.runner != "persistent":
-        why_not = _in_process_available(settings)
+        why_not = in_process_unavailable(settings)
         if why_not is None:
             log(f"triage: note: {disagreements} executor-disagreement finding(s) judged in process (the IR "
                 f"executor and the JIT, both in the driver), not by --runner {settings.runner}")
