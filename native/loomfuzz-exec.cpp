@@ -96,6 +96,12 @@ void account(const char *next) {
   stageStart = now;
 }
 
+// A stage inside a marked one, timed only (--exec-timings): no marker line.
+void substage(const char *name) {
+  if (timings)
+    account(name);
+}
+
 // Written straight to fd 2 (no buffering): it must be there when the process dies.
 void marker(long program, const char *stage) {
   if (timings)
@@ -251,6 +257,11 @@ struct ExecService::Impl {
   }
 
   // Parse, optimize (or take the given text), reparse, lower: everything up to the JIT.
+  // The IR executor runs on the original before the pipeline: where it judges the
+  // original and no JIT is asked for, the pipeline runs on the parsed module itself
+  // (as mlir-opt's does), not on a clone; the rare JIT that follows an IR executor
+  // that cannot judge the optimized side parses the original again (same text, same
+  // module).
   void prepare(long k, Program &p) {
     marker(k, "parse");
     mlir::OwningOpRef<mlir::ModuleOp> original = parse(p.original, p.detail);
@@ -258,30 +269,47 @@ struct ExecService::Impl {
       p.stage = ExecStage::Parse;
       return;
     }
+    // true: the IR executor gave the original's output (or the harness knows it)
+    bool originalJudged = p.interpret && (!p.runOriginal || interpretOriginal(k, p, *original));
+    bool keepOriginal = p.runOriginal && (!originalJudged || p.alsoJit);
     if (p.optimizeHere) {
       marker(k, "optimize");
       mlir::PassManager *pm = optimizer();
-      mlir::OwningOpRef<mlir::ModuleOp> clone(original->clone());
-      if (!pm || !run(*pm, *clone, p.detail)) {
+      mlir::OwningOpRef<mlir::ModuleOp> target =
+          keepOriginal ? mlir::OwningOpRef<mlir::ModuleOp>(original->clone()) : std::move(original);
+      substage("optimize-run");
+      if (!pm || !run(*pm, *target, p.detail)) {
         p.stage = ExecStage::Optimize;
+        forgetInterpretation(p);
         return;
       }
+      substage("optimize-print");
       llvm::raw_string_ostream os(p.optimizedText);
-      clone->print(os);
+      target->print(os);
       os << '\n';
+      substage("optimize-free");
     } else {
       p.optimizedText = p.given.str();
     }
+    if (!keepOriginal)
+      original = nullptr;
     // What a separate process would read: the printed text, parsed again.
     marker(k, "reparse");
     mlir::OwningOpRef<mlir::ModuleOp> optimized = parse(p.optimizedText, p.detail);
     if (!optimized) {
       p.stage = ExecStage::Reparse;
+      forgetInterpretation(p);
       return;
     }
-    if (p.interpret && interpretBoth(k, p, *original, *optimized) && !p.alsoJit) {
+    if (originalJudged && interpretOptimized(k, p, *optimized) && !p.alsoJit) {
       p.jit = false; // the IR executor's outputs are the answer: no lowering, no JIT
+      substage("free"); // the module goes on return
       return;
+    }
+    if (p.runOriginal && !original) { // it parsed once: it parses again, to the same module
+      std::string ignored;
+      marker(k, "parse");
+      original = parse(p.original, ignored);
     }
     // Both sides in one module (symbols r<k>_ and o<k>_), lowered in one run.
     std::string key = std::to_string(k);
@@ -303,21 +331,24 @@ struct ExecService::Impl {
     }
   }
 
-  // The IR executor on both sides (the original only when the harness does not know its
-  // output); true when it gave both outputs.  It runs on the modules as parsed, before
-  // anything is renamed or lowered.
-  bool interpretBoth(long k, Program &p, mlir::ModuleOp original, mlir::ModuleOp optimized) {
-    if (p.runOriginal) {
-      marker(k, "interpret");
-      InterpResult r = interpret(original);
-      if (r.status != InterpStatus::Ok) {
-        p.irStatus = r.status;
-        p.irSide = 0;
-        p.irWhy = std::move(r.why);
-        return false;
-      }
-      p.irReference = std::move(r.output);
+  // The IR executor on the original (run only when the harness does not know its output);
+  // true when it gave it.  It runs on the module as parsed, before anything else.
+  bool interpretOriginal(long k, Program &p, mlir::ModuleOp original) {
+    marker(k, "interpret");
+    InterpResult r = interpret(original);
+    if (r.status != InterpStatus::Ok) {
+      p.irStatus = r.status;
+      p.irSide = 0;
+      p.irWhy = std::move(r.why);
+      return false;
     }
+    p.irReference = std::move(r.output);
+    return true;
+  }
+
+  // The IR executor on the optimized module, after the original's; true when it gave
+  // both outputs.
+  bool interpretOptimized(long k, Program &p, mlir::ModuleOp optimized) {
     marker(k, "interpret-optimized");
     InterpResult o = interpret(optimized);
     p.irOptimized = std::move(o.output);
@@ -329,6 +360,15 @@ struct ExecService::Impl {
     }
     p.executed |= kRanInterp;
     return true;
+  }
+
+  // A stage after the original's interpretation failed: the answer says nothing of the
+  // IR executor, as when it ran only once both modules were there.
+  static void forgetInterpretation(Program &p) {
+    p.irStatus = InterpStatus::Ok;
+    p.irSide = 0;
+    p.irWhy.clear();
+    p.irReference.clear();
   }
 
   // A function without a body (the printers): shared by every module of a batch.
