@@ -22,6 +22,10 @@ On N programs of a P1-P24 profile (``--profile``, default wide; seed S), in batc
   on the real mlir-opt-22 is a false alarm until proven otherwise (it must be
   0) and is written to ``--artifacts``.
 
+``--baseline-driver PATH`` adds a third executor to (b): in process through another driver
+binary (a build from before a change), interleaved with the others, so that before and after
+are measured in one run; its verdicts must be the same too.
+
 ``--ir`` runs (c) instead: the in-process judge's executors side by side, on the issue's
 four pipelines (:data:`IR_PIPELINES`), interleaved batch by batch in one run: the IR executor
 (``InProcessExecutor(executor="ir")``, no cross-check), the JIT
@@ -282,6 +286,9 @@ def main() -> int:
     parser.add_argument("--artifacts", type=Path, default=Path("bench-exec-findings"))
     parser.add_argument("--runner", choices=("both", "persistent", "process"), default="both",
                         help="(b)'s executors: both side by side (default), or one")
+    parser.add_argument("--baseline-driver", metavar="PATH",
+                        help="(b): a third executor, in process through this driver binary (the build "
+                             "before a change), interleaved with the others: before and after in one run")
     parser.add_argument("--quick", action="store_true", help="96 programs, one pipeline, batches of 24")
     parser.add_argument("--ir", action="store_true",
                         help="(c) alone: the IR executor against the JIT and crash-only optimization")
@@ -309,6 +316,8 @@ def main() -> int:
         args.count, args.batch, args.pipeline = 96, 24, args.pipeline or [PIPELINES[0]]
     pipelines = [] if args.agreement_only else args.pipeline or list(PIPELINES)
     kinds = ["process", "persistent"] if args.runner == "both" else [args.runner]
+    if args.baseline_driver:
+        kinds.insert(-1, "baseline")
     grammar = load_grammar(None, args.profile)
     render = renderer(grammar, "canonical").render
     toolchain = Toolchain()
@@ -322,7 +331,8 @@ def main() -> int:
     runs = [(p, kind) for p in pipelines for kind in kinds]
     wall = {run: 0.0 for run in runs}
     cpu = {run: 0.0 for run in runs}
-    executors = {run: make_executor(run[1], toolchain) for run in runs}
+    executors = {run: make_executor("persistent", toolchain, driver=args.baseline_driver)
+                 if run[1] == "baseline" else make_executor(run[1], toolchain) for run in runs}
     verdicts = {run: Counter() for run in runs}
     mismatches = {p: 0 for p in pipelines}  # programs whose verdicts differ between the executors
     failures = {run: Counter() for run in runs}  # target/reference failures by their message
@@ -370,8 +380,8 @@ def main() -> int:
                               texts[k], verdict)
                         print(f"wrong-code {pipeline} ({kind}) program {done + k}: {verdict.describe()}",
                               file=sys.stderr)
-            if len(kinds) == 2:
-                mismatches[pipeline] += sum(a != b for a, b in zip(judged[kinds[0]], judged[kinds[1]]))
+            if len(kinds) >= 2:  # each program's verdict from every executor
+                mismatches[pipeline] += sum(len(set(map(repr, v))) > 1 for v in zip(*judged.values()))
         done += len(programs)
         print(f"  {done}/{args.count} programs, {time.time() - started:.0f} s", file=sys.stderr)
 
@@ -400,11 +410,17 @@ def main() -> int:
                   f"second; verdicts {dict(counts)}; false alarms (wrong-code) {counts['wrong-code']}")
             for message, times in failures[run].most_common(3):
                 print(f"    {times} x {message}")
-        if len(kinds) == 2:
-            slow, fast = (pipeline, "process"), (pipeline, "persistent")
-            print(f"    in process / by process: {wall[slow] / wall[fast]:.1f}x by the wall clock, "
-                  f"{cpu[slow] / cpu[fast]:.1f}x by CPU time; programs with different verdicts: "
-                  f"{mismatches[pipeline]}")
+        slow = (pipeline, "process")
+        for fast in [(pipeline, kind) for kind in ("baseline", "persistent") if kind in kinds]:
+            if slow[1] in kinds:
+                print(f"    {fast[1]} / by process: {wall[slow] / wall[fast]:.1f}x by the wall clock, "
+                      f"{cpu[slow] / cpu[fast]:.1f}x by CPU time")
+        if "baseline" in kinds:
+            before, after = (pipeline, "baseline"), (pipeline, "persistent")
+            print(f"    in process, this build / the baseline driver: {wall[before] / wall[after]:.2f}x by the "
+                  f"wall clock, {cpu[before] / cpu[after]:.2f}x by CPU time")
+        if len(kinds) >= 2:
+            print(f"    programs with different verdicts: {mismatches[pipeline]}")
     wrong = sum(v["wrong-code"] for v in verdicts.values())
     return 1 if disagreements or undefined or wrong or any(mismatches.values()) else 0
 

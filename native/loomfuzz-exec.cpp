@@ -1,37 +1,26 @@
 // loomfuzz-exec: the driver's --exec mode; the protocol is in loomfuzz-exec.h
-// and native/README.md.
+// and native/README.md.  Here: reading a request and writing its answer, the
+// stage markers and timings, parse / optimize / reparse / lower (prepare), the
+// IR executor's calls and a batch's run; translating, compiling and calling
+// the lowered modules is loomfuzz-exec-jit.cpp's (BatchJit).
 
 #include "loomfuzz-exec.h"
+#include "loomfuzz-exec-jit.h"
 #include "loomfuzz-interp.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/AsmState.h"
-#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/Analysis/ValueTracking.h"
-#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
-#include "llvm/IR/Instructions.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -43,25 +32,6 @@
 #include <vector>
 
 namespace {
-
-// What the executed code prints, per call of a main.  A runaway loop that
-// prints stops growing it at the cap (the harness's timeout ends the run).
-std::string capture;
-constexpr size_t kCaptureCap = 64u << 20;
-
-// The printers of libmlir_c_runner_utils.so (CRunnerUtils.cpp), into `capture`.
-extern "C" void loomfuzzPrintI64(int64_t value) {
-  if (capture.size() < kCaptureCap)
-    capture += std::to_string(value);
-}
-extern "C" void loomfuzzPrintComma() {
-  if (capture.size() < kCaptureCap)
-    capture += ", ";
-}
-extern "C" void loomfuzzPrintNewline() {
-  if (capture.size() < kCaptureCap)
-    capture += '\n';
-}
 
 // The reference lowering: harness.execute.toolchain.LOWERING, in this order
 // (added to a pass manager anchored on builtin.module: no anchor here).
@@ -96,6 +66,12 @@ void account(const char *next) {
   stageStart = now;
 }
 
+// A stage inside a marked one, timed only (--exec-timings): no marker line.
+void substage(const char *name) {
+  if (timings)
+    account(name);
+}
+
 // Written straight to fd 2 (no buffering): it must be there when the process dies.
 void marker(long program, const char *stage) {
   if (timings)
@@ -103,43 +79,6 @@ void marker(long program, const char *stage) {
   std::string line = "loomfuzz-exec: program " + std::to_string(program) + " stage " + stage + "\n";
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
-}
-
-// The one LLVM IR rewrite before codegen: an extractvalue of a value that an
-// insertvalue chain put there is that value (LLVM's FindInsertedValue), and
-// insertvalues left without a use go.  The lowering passes every memref as
-// such chains (its descriptor); FastISel, the codegen of -O0, does not select
-// insertvalue and hands the whole block to SelectionDAG, which costs most of
-// the time of a JIT.  No arithmetic is touched: nothing that an optimizer
-// under test could also get wrong.
-void forwardInsertedValues(llvm::Module &module) {
-  for (llvm::Function &function : module) {
-    for (llvm::BasicBlock &block : function) {
-      for (llvm::Instruction &inst : llvm::make_early_inc_range(block)) {
-        auto *extract = llvm::dyn_cast<llvm::ExtractValueInst>(&inst);
-        if (!extract)
-          continue;
-        if (llvm::Value *value =
-                llvm::FindInsertedValue(extract->getAggregateOperand(), extract->getIndices())) {
-          if (value == extract)
-            continue;
-          extract->replaceAllUsesWith(value);
-          extract->eraseFromParent();
-        }
-      }
-      // dead insertvalue chains, from their last link back
-      bool erased = true;
-      while (erased) {
-        erased = false;
-        for (llvm::Instruction &inst : llvm::make_early_inc_range(llvm::reverse(block))) {
-          if (llvm::isa<llvm::InsertValueInst>(inst) && inst.use_empty()) {
-            inst.eraseFromParent();
-            erased = true;
-          }
-        }
-      }
-    }
-  }
 }
 
 struct Reader {
@@ -201,18 +140,13 @@ namespace loomfuzz {
 
 void reportExecTimings(bool on) { timings = on; }
 
-void prepareExec(mlir::DialectRegistry &registry) {
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::InitializeNativeTargetAsmParser();
-}
+void prepareExec(mlir::DialectRegistry &registry) { BatchJit::prepare(registry); }
 
 struct ExecService::Impl {
   mlir::MLIRContext &context;
   std::function<mlir::PassManager *()> optimizer;
   std::unique_ptr<mlir::PassManager> lowering;
+  BatchJit batchJit; // translates, compiles and runs a batch's lowered modules
 
   // Parses `text` (diagnostics into `diagnostics`, the buffer named <stdin> as
   // mlir-opt names what it reads).
@@ -251,6 +185,11 @@ struct ExecService::Impl {
   }
 
   // Parse, optimize (or take the given text), reparse, lower: everything up to the JIT.
+  // The IR executor runs on the original before the pipeline: where it judges the
+  // original and no JIT is asked for, the pipeline runs on the parsed module itself
+  // (as mlir-opt's does), not on a clone; the rare JIT that follows an IR executor
+  // that cannot judge the optimized side parses the original again (same text, same
+  // module).
   void prepare(long k, Program &p) {
     marker(k, "parse");
     mlir::OwningOpRef<mlir::ModuleOp> original = parse(p.original, p.detail);
@@ -258,38 +197,55 @@ struct ExecService::Impl {
       p.stage = ExecStage::Parse;
       return;
     }
+    // true: the IR executor gave the original's output (or the harness knows it)
+    bool originalJudged = p.interpret && (!p.runOriginal || interpretOriginal(k, p, *original));
+    bool keepOriginal = p.runOriginal && (!originalJudged || p.alsoJit);
     if (p.optimizeHere) {
       marker(k, "optimize");
       mlir::PassManager *pm = optimizer();
-      mlir::OwningOpRef<mlir::ModuleOp> clone(original->clone());
-      if (!pm || !run(*pm, *clone, p.detail)) {
+      mlir::OwningOpRef<mlir::ModuleOp> target =
+          keepOriginal ? mlir::OwningOpRef<mlir::ModuleOp>(original->clone()) : std::move(original);
+      substage("optimize-run");
+      if (!pm || !run(*pm, *target, p.detail)) {
         p.stage = ExecStage::Optimize;
+        forgetInterpretation(p);
         return;
       }
+      substage("optimize-print");
       llvm::raw_string_ostream os(p.optimizedText);
-      clone->print(os);
+      target->print(os);
       os << '\n';
+      substage("optimize-free");
     } else {
       p.optimizedText = p.given.str();
     }
+    if (!keepOriginal)
+      original = nullptr;
     // What a separate process would read: the printed text, parsed again.
     marker(k, "reparse");
     mlir::OwningOpRef<mlir::ModuleOp> optimized = parse(p.optimizedText, p.detail);
     if (!optimized) {
       p.stage = ExecStage::Reparse;
+      forgetInterpretation(p);
       return;
     }
-    if (p.interpret && interpretBoth(k, p, *original, *optimized) && !p.alsoJit) {
+    if (originalJudged && interpretOptimized(k, p, *optimized) && !p.alsoJit) {
       p.jit = false; // the IR executor's outputs are the answer: no lowering, no JIT
+      substage("free"); // the module goes on return
       return;
+    }
+    if (p.runOriginal && !original) { // it parsed once: it parses again, to the same module
+      std::string ignored;
+      marker(k, "parse");
+      original = parse(p.original, ignored);
     }
     // Both sides in one module (symbols r<k>_ and o<k>_), lowered in one run.
     std::string key = std::to_string(k);
     p.lowered = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
     mlir::SymbolTable table(*p.lowered);
     if (p.runOriginal)
-      absorb(*original, *p.lowered, table, "r" + key + "_");
-    absorb(*optimized, *p.lowered, table, "o" + key + "_");
+      BatchJit::absorb(*original, *p.lowered, table, "r" + key + "_");
+    BatchJit::absorb(*optimized, *p.lowered, table, "o" + key + "_");
     marker(k, "lower");
     std::string detail;
     if (!lower(*p.lowered, detail)) {
@@ -303,21 +259,24 @@ struct ExecService::Impl {
     }
   }
 
-  // The IR executor on both sides (the original only when the harness does not know its
-  // output); true when it gave both outputs.  It runs on the modules as parsed, before
-  // anything is renamed or lowered.
-  bool interpretBoth(long k, Program &p, mlir::ModuleOp original, mlir::ModuleOp optimized) {
-    if (p.runOriginal) {
-      marker(k, "interpret");
-      InterpResult r = interpret(original);
-      if (r.status != InterpStatus::Ok) {
-        p.irStatus = r.status;
-        p.irSide = 0;
-        p.irWhy = std::move(r.why);
-        return false;
-      }
-      p.irReference = std::move(r.output);
+  // The IR executor on the original (run only when the harness does not know its output);
+  // true when it gave it.  It runs on the module as parsed, before anything else.
+  bool interpretOriginal(long k, Program &p, mlir::ModuleOp original) {
+    marker(k, "interpret");
+    InterpResult r = interpret(original);
+    if (r.status != InterpStatus::Ok) {
+      p.irStatus = r.status;
+      p.irSide = 0;
+      p.irWhy = std::move(r.why);
+      return false;
     }
+    p.irReference = std::move(r.output);
+    return true;
+  }
+
+  // The IR executor on the optimized module, after the original's; true when it gave
+  // both outputs.
+  bool interpretOptimized(long k, Program &p, mlir::ModuleOp optimized) {
     marker(k, "interpret-optimized");
     InterpResult o = interpret(optimized);
     p.irOptimized = std::move(o.output);
@@ -331,170 +290,14 @@ struct ExecService::Impl {
     return true;
   }
 
-  // A function without a body (the printers): shared by every module of a batch.
-  static bool isDeclaration(mlir::Operation *op) {
-    auto function = llvm::dyn_cast<mlir::FunctionOpInterface>(op);
-    return function && function.isExternal();
+  // A stage after the original's interpretation failed: the answer says nothing of the
+  // IR executor, as when it ran only once both modules were there.
+  static void forgetInterpretation(Program &p) {
+    p.irStatus = InterpStatus::Ok;
+    p.irSide = 0;
+    p.irWhy.clear();
+    p.irReference.clear();
   }
-
-  // Moves a module's operations into `into`, every defined symbol renamed
-  // prefix + name (no prefix: kept); declarations are shared.
-  static void absorb(mlir::ModuleOp module, mlir::ModuleOp into, mlir::SymbolTable &target,
-                     const std::string &prefix) {
-    std::vector<mlir::Operation *> ops;
-    for (mlir::Operation &op : module.getBody()->getOperations())
-      ops.push_back(&op);
-    if (!prefix.empty()) {
-      // Every definition renamed, then every reference in one walk (SymbolTable::rename
-      // walks the whole module once per symbol).
-      llvm::DenseMap<mlir::StringAttr, mlir::StringAttr> renamed;
-      for (mlir::Operation *op : ops) {
-        auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
-        if (name && !isDeclaration(op)) {
-          auto to = mlir::StringAttr::get(module.getContext(), prefix + name.getValue().str());
-          renamed[name] = to;
-          op->setAttr(mlir::SymbolTable::getSymbolAttrName(), to);
-        }
-      }
-      mlir::AttrTypeReplacer replacer;
-      replacer.addReplacement([&](mlir::SymbolRefAttr ref) -> std::optional<mlir::Attribute> {
-        auto found = renamed.find(ref.getRootReference());
-        if (found == renamed.end())
-          return std::nullopt;
-        return mlir::SymbolRefAttr::get(found->second, ref.getNestedReferences());
-      });
-      replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true, /*replaceLocs=*/false,
-                                            /*replaceTypes=*/false);
-    }
-    for (mlir::Operation *op : ops) {
-      auto name = op->getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
-      if (name && isDeclaration(op) && target.lookup(name.getValue())) {
-        op->erase();
-        continue;
-      }
-      op->remove();
-      into.getBody()->push_back(op);
-      if (name)
-        target.insert(op);
-    }
-  }
-
-  // The process's one JIT, made on first use: with --fork-server that is in a
-  // worker (up to its retirement), never in the zygote.  Each batch's code is
-  // added under its own resource tracker and removed after the batch: no
-  // engine to build and tear down per batch, no platform (the modules have no
-  // static constructors), and only the mains are looked up.
-  std::unique_ptr<llvm::orc::LLJIT> lljit;
-
-  llvm::Error ensureJit() {
-    if (lljit)
-      return llvm::Error::success();
-    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!builder)
-      return builder.takeError();
-    // -O0 as mlir-runner -O0 runs: no LLVM IR passes; codegen without
-    // optimisation (FastISel where it applies).
-    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
-    auto created = llvm::orc::LLJITBuilder()
-                       .setJITTargetMachineBuilder(std::move(*builder))
-                       .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
-                       .create();
-    if (!created)
-      return created.takeError();
-    std::unique_ptr<llvm::orc::LLJIT> made = std::move(*created);
-    llvm::orc::SymbolMap printers;
-    auto add = [&](const char *name, void *address) {
-      printers[made->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                                llvm::JITSymbolFlags::Exported};
-    };
-    add("printI64", reinterpret_cast<void *>(&loomfuzzPrintI64));
-    add("printComma", reinterpret_cast<void *>(&loomfuzzPrintComma));
-    add("printNewline", reinterpret_cast<void *>(&loomfuzzPrintNewline));
-    if (llvm::Error error =
-            made->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(printers))))
-      return error;
-    lljit = std::move(made);
-    return llvm::Error::success();
-  }
-
-  // One batch's compiled code: its mains by name; the code goes with it.
-  struct Loaded {
-    llvm::orc::ResourceTrackerSP tracker;
-    std::map<std::string, void (*)()> mains;
-    ~Loaded() {
-      if (tracker)
-        llvm::consumeError(tracker->remove());
-    }
-  };
-
-  // Translates `module` to LLVM IR, compiles it and finds `mains` (functions
-  // `void ()`); null with the reason in `detail` if any step fails.
-  std::unique_ptr<Loaded> jit(mlir::ModuleOp module, const std::vector<std::string> &mains,
-                              std::string &detail) {
-    llvm::raw_string_ostream stream(detail);
-    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-      stream << diag.getLocation() << ": " << diag << "\n";
-      return mlir::success();
-    });
-    if (llvm::Error error = ensureJit()) {
-      stream << llvm::toString(std::move(error)) << "\n";
-      return nullptr;
-    }
-    auto llvmContext = std::make_unique<llvm::LLVMContext>();
-    std::unique_ptr<llvm::Module> llvmModule =
-        mlir::translateModuleToLLVMIR(module, *llvmContext, "loomfuzz-exec");
-    if (!llvmModule) {
-      stream << "cannot translate the lowered module to LLVM IR\n";
-      return nullptr;
-    }
-    llvmModule->setDataLayout(lljit->getDataLayout());
-    llvmModule->setTargetTriple(lljit->getTargetTriple());
-    forwardInsertedValues(*llvmModule);
-    auto loaded = std::make_unique<Loaded>();
-    loaded->tracker = lljit->getMainJITDylib().createResourceTracker();
-    if (llvm::Error error = lljit->addIRModule(
-            loaded->tracker, llvm::orc::ThreadSafeModule(std::move(llvmModule),
-                                                         llvm::orc::ThreadSafeContext(
-                                                             std::move(llvmContext))))) {
-      stream << llvm::toString(std::move(error)) << "\n";
-      return nullptr;
-    }
-    // One lookup for every main: the module is compiled here, under the
-    // caller's "jit" marker, not inside the first call.
-    llvm::orc::SymbolLookupSet names;
-    for (const std::string &name : mains)
-      names.add(lljit->mangleAndIntern(name));
-    auto found = lljit->getExecutionSession().lookup(
-        llvm::orc::makeJITDylibSearchOrder(&lljit->getMainJITDylib()), std::move(names));
-    if (!found) {
-      stream << llvm::toString(found.takeError()) << "\n";
-      return nullptr;
-    }
-    for (const std::string &name : mains)
-      loaded->mains[name] =
-          (*found)[lljit->mangleAndIntern(name)].getAddress().toPtr<void (*)()>();
-    return loaded;
-  }
-
-  // Calls a compiled main and captures what it prints.
-  static void call(void (*main)(), std::string &output) {
-    capture.clear();
-    main();
-    output = std::move(capture);
-    capture.clear();
-  }
-
-  // Whether `symbols` has a callable `name` (a defined `void ()`): what a
-  // buggy optimizer left of main is checked before anything calls it.
-  static bool hasMain(mlir::SymbolTable &symbols, llvm::StringRef name) {
-    auto function = symbols.lookup<mlir::LLVM::LLVMFuncOp>(name);
-    if (!function || function.isExternal())
-      return false;
-    mlir::LLVM::LLVMFunctionType type = function.getFunctionType();
-    return type.getNumParams() == 0 && !type.isVarArg() &&
-           llvm::isa<mlir::LLVM::LLVMVoidType>(type.getReturnType());
-  }
-
   // Every prepared program of the batch in one module: one translation and one
   // codegen for all.  Only the mains are looked up from outside.
   void runBatch(std::vector<Program> &programs) {
@@ -508,7 +311,7 @@ struct ExecService::Impl {
         mlir::ModuleOp::create(mlir::UnknownLoc::get(&context)));
     mlir::SymbolTable table(*combined);
     for (size_t k : live) {
-      absorb(*programs[k].lowered, *combined, table, "");
+      BatchJit::absorb(*programs[k].lowered, *combined, table, "");
       programs[k].lowered = nullptr;
     }
     for (auto function : combined->getOps<mlir::LLVM::LLVMFuncOp>())
@@ -522,14 +325,14 @@ struct ExecService::Impl {
     for (size_t k : live) {
       Program &p = programs[k];
       std::string key = std::to_string(k);
-      if (p.runOriginal && !hasMain(table, "r" + key + "_main")) {
+      if (p.runOriginal && !BatchJit::hasMain(table, "r" + key + "_main")) {
         p.stage = ExecStage::Run;
         p.detail += "the lowered original has no function main of type () -> ()\n";
         continue;
       }
       if (p.runOriginal)
         mains.push_back("r" + key + "_main");
-      optimizedCallable[k] = hasMain(table, "o" + key + "_main");
+      optimizedCallable[k] = BatchJit::hasMain(table, "o" + key + "_main");
       if (optimizedCallable[k])
         mains.push_back("o" + key + "_main");
       else
@@ -540,7 +343,7 @@ struct ExecService::Impl {
       return;
     marker(callable.size() == 1 ? static_cast<long>(callable[0]) : -1, "jit");
     std::string detail;
-    std::unique_ptr<Loaded> loaded = jit(*combined, mains, detail);
+    std::unique_ptr<BatchJit::Loaded> loaded = batchJit.jit(*combined, mains, detail);
     if (!loaded) {
       for (size_t k : callable) {
         Program &p = programs[k];
@@ -558,14 +361,14 @@ struct ExecService::Impl {
       p.executed |= kRanJit;
       if (p.runOriginal) {
         marker(static_cast<long>(k), "run");
-        call(loaded->mains["r" + key + "_main"], p.referenceOutput);
+        BatchJit::call(loaded->mains["r" + key + "_main"], p.referenceOutput);
       }
       if (!optimizedCallable[k]) {
         p.stage = ExecStage::RunOptimized;
         continue;
       }
       marker(static_cast<long>(k), "run-optimized");
-      call(loaded->mains["o" + key + "_main"], p.optimizedOutput);
+      BatchJit::call(loaded->mains["o" + key + "_main"], p.optimizedOutput);
     }
   }
 
@@ -573,7 +376,7 @@ struct ExecService::Impl {
   bool compilesAlone(llvm::StringRef text) {
     std::string ignored;
     mlir::OwningOpRef<mlir::ModuleOp> alone = parse(text, ignored);
-    return alone && lower(*alone, ignored) && jit(*alone, {"main"}, ignored) != nullptr;
+    return alone && lower(*alone, ignored) && batchJit.jit(*alone, {"main"}, ignored) != nullptr;
   }
 };
 

@@ -3,17 +3,19 @@
 // One request is a batch of exec modules (harness.execute.exec_rendering), each
 // with or without its optimized text.  For each: parse the original once;
 // unless the optimized text came with the request, run the optimization
-// pipeline on a clone, print it and parse the printed text again (what is
-// executed is what a separate mlir-opt process would have printed); lower
-// both with the reference lowering (the passes of
-// harness.execute.toolchain.LOWERING); then JIT every lowered module of the
-// batch as one LLVM module (symbols prefixed r<k>_ / o<k>_), call each
-// main in turn and capture what it prints through our own printI64 /
-// printComma / printNewline.
+// pipeline (on the parsed module itself; on a clone where the JIT is known to
+// need the original), print it and parse the printed text again (what is executed
+// is what a separate mlir-opt process would have printed); lower both with the
+// reference lowering (the passes of harness.execute.toolchain.LOWERING); then
+// JIT every lowered module of the batch as one LLVM module (symbols prefixed
+// r<k>_ / o<k>_), call each main in turn and capture what it prints through
+// our own printI64 / printComma / printNewline.  loomfuzz-exec.cpp has the
+// protocol and everything up to the lowering; loomfuzz-exec-jit.h the JIT.
 //
 // With request flag 2 both modules are first executed by the IR executor
-// (loomfuzz-interp.h); when it gives both outputs (and flag 4 does not ask for
-// the JIT too) nothing is lowered or compiled.
+// (loomfuzz-interp.h; the original before the pipeline runs); when it gives
+// both outputs (and flag 4 does not ask for the JIT too) nothing is lowered or
+// compiled.
 //
 // Request (u32 little-endian): count N, then N times: flags (bit 0: the
 // harness knows the original's output, do not execute it; bit 1: the IR

@@ -4,8 +4,9 @@
 (same start-up, framing, timeouts, restarts) whose programs are ``--exec``
 requests: a batch of exec modules, each with its optimized text or to be
 optimized by the driver's own pipeline (native/loomfuzz-exec.h has the
-format).  For each module the driver parses once, optimizes a clone,
-prints and parses it again (what runs is what a separate ``mlir-opt-22``
+format).  For each module the driver parses once, executes the original,
+optimizes the parsed module in place (a clone only where the JIT needs the original),
+prints it and parses it again (what runs is what a separate ``mlir-opt-22``
 would have printed) and executes both with its IR executor
 (native/loomfuzz-interp.h: ``main`` over MLIR's IR, APInt values with poison,
 no code generation).  Where that executor cannot judge (an operation it does
