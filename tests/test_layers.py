@@ -305,19 +305,24 @@ RUNNER_CONSTRUCTORS = {"make_runner", "DifferentialRunner", "DivergenceRunner", 
                        "ProcessRunner", "BatchRunner"}
 
 
-def runner_constructions(root: Path) -> list[str]:
-    """Calls of a runner's constructor in a module above the runners' and oracles' own rooms."""
+def calls_outside(root: Path, names: set[str], rooms: tuple[str, ...]) -> list[str]:
+    """Calls of a function or method named in ``names`` in a module outside ``rooms``."""
     found = []
     for path in sorted((root / "harness").rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if relative.startswith(("harness/run/", "harness/oracles/")):
+        if relative.startswith(rooms):
             continue
         for node in ast.walk(ast.parse(path.read_text(), filename=relative)):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                if name in RUNNER_CONSTRUCTORS:
+                if name in names:
                     found.append(f"{relative}:{node.lineno} {name}(...)")
     return found
+
+
+def runner_constructions(root: Path) -> list[str]:
+    """Calls of a runner's constructor in a module above the runners' and oracles' own rooms."""
+    return calls_outside(root, RUNNER_CONSTRUCTORS, ("harness/run/", "harness/oracles/"))
 
 
 def test_every_judging_command_gets_its_runner_from_oracle_runner():
@@ -327,33 +332,13 @@ def test_every_judging_command_gets_its_runner_from_oracle_runner():
     assert not found, _report("runners built outside harness/oracles/choice.py", found)
 
 
-def test_a_runner_built_by_hand_is_seen(tmp_path):
-    root = _package(tmp_path, {
-        "harness/__init__.py": "",
-        "harness/fuzzing/__init__.py": "",
-        "harness/fuzzing/campaign.py": "from harness.run import runners\nr = runners.ProcessRunner(None)\n",
-        "harness/oracles/choice.py": "from harness.run.runners import make_runner\nr = make_runner(None, None)\n",
-    })
-    assert runner_constructions(root) == ["harness/fuzzing/campaign.py:2 ProcessRunner(...)"]
-
-
 #: The calls that judge with an executor (harness.execute) directly: only the oracles make them.
 EXECUTOR_CALLS = {"executor", "judge_many", "make_executor"}
 
 
 def executor_calls(root: Path) -> list[str]:
     """Calls of an executor's factory or its batch judgement above the oracles' room."""
-    found = []
-    for path in sorted((root / "harness").rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith(("harness/execute/", "harness/oracles/")):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=relative)):
-            if isinstance(node, ast.Call):
-                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                if name in EXECUTOR_CALLS:
-                    found.append(f"{relative}:{node.lineno} {name}(...)")
-    return found
+    return calls_outside(root, EXECUTOR_CALLS, ("harness/execute/", "harness/oracles/"))
 
 
 def test_triage_judges_one_program_through_the_oracles():
@@ -363,11 +348,18 @@ def test_triage_judges_one_program_through_the_oracles():
     assert not found, _report("executors used outside harness/execute and harness/oracles", found)
 
 
-def test_an_executor_used_by_hand_is_seen(tmp_path):
-    root = _package(tmp_path, {
-        "harness/__init__.py": "",
-        "harness/triage/__init__.py": "",
+@pytest.mark.parametrize("scan, files, expected", [
+    (runner_constructions, {
+        "harness/fuzzing/campaign.py": "from harness.run import runners\nr = runners.ProcessRunner(None)\n",
+        "harness/oracles/choice.py": "from harness.run.runners import make_runner\nr = make_runner(None, None)\n",
+    }, ["harness/fuzzing/campaign.py:2 ProcessRunner(...)"]),
+    (executor_calls, {
         "harness/triage/wrong_code.py": "def f(settings):\n    return settings.executor().judge('', None)\n",
         "harness/oracles/differential_runner.py": "def g(settings):\n    return settings.executor()\n",
-    })
-    assert executor_calls(root) == ["harness/triage/wrong_code.py:2 executor(...)"]
+    }, ["harness/triage/wrong_code.py:2 executor(...)"]),
+], ids=["a runner built by hand", "an executor used by hand"])
+def test_a_call_outside_its_room_is_seen(tmp_path, scan, files, expected):
+    packages = {"harness/__init__.py": ""}
+    packages.update({str(Path(name).parent / "__init__.py"): "" for name in files})
+    root = _package(tmp_path, {**packages, **files})
+    assert scan(root) == expected
