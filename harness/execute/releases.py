@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import re
 import subprocess
+from typing import Sequence
 
+from harness.execute.exec_rendering import exec_module
+from harness.execute.twins import TwinPlan, with_twins
 from harness.targets.identity import RELEASES_WITHOUT_OVERFLOW_FLAGS  # what a release parses: one place
 
 __all__ = ["RELEASES_WITHOUT_OVERFLOW_FLAGS", "for_release", "major_version", "without_overflow_flags"]
@@ -51,3 +54,15 @@ def for_release(text: str, major: int | None) -> str:
     """The program as a target of LLVM release ``major`` reads it: flagless for 15 and 16,
     unchanged otherwise (None: unknown, assumed current)."""
     return without_overflow_flags(text) if major in RELEASES_WITHOUT_OVERFLOW_FLAGS else text
+
+
+def exec_for_releases(releases: Sequence[int | None], canonical: str, plan: TwinPlan | None = None) -> str:
+    """The exec rendering of ``canonical``, with the constant twins of ``plan`` (None: none), as
+    every one of ``releases`` parses it: what the differential oracle executes (one release) and
+    what two builds both read (two).  Raises ``ExecRenderError``."""
+    text = exec_module(canonical)
+    if plan is not None:  # before the adaptation: the twins copy the bodies, flags and all
+        text = with_twins(text, plan)
+    for release in releases:
+        text = for_release(text, release)
+    return text

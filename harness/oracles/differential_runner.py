@@ -54,12 +54,11 @@ from harness.execute.differential import (
 from harness.execute.executors import default_executor_kind, make_executor
 from harness.execute.interpret import InterpretError, UndefinedBehaviour, interpret_program
 from harness.execute.process_executor import Executor
-from harness.execute.releases import for_release
+from harness.execute.releases import exec_for_releases
 from harness.execute.canonical_program import ExecRenderError
 from harness.execute.exec_layout import layout_of
-from harness.execute.exec_rendering import exec_module
 from harness.execute.toolchain import LOWERING, Toolchain, ToolchainError
-from harness.execute.twins import DEFAULT_TWINS, TwinPlan, expected_output, plan_for, sampled, with_twins
+from harness.execute.twins import DEFAULT_TWINS, TwinPlan, expected_output, plan_for, sampled
 from harness.run.atomic import write_atomically
 from harness.run.driver_protocol import DriverError
 from harness.targets.expectations import Expectations
@@ -129,8 +128,7 @@ class OracleSettings:
         """The exec rendering of a canonical program, with its twins (:meth:`plan`), as this
         optimizer's release parses it (MLIR 15/16: without overflow flags,
         harness.execute.releases)."""
-        text, plan = exec_module(canonical), self.plan(canonical)
-        return for_release(with_twins(text, plan) if plan else text, self.release)
+        return exec_for_releases((self.release,), canonical, self.plan(canonical))
 
 
 _EXECUTORS: dict[tuple, Executor] = {}

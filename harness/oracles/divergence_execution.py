@@ -44,10 +44,9 @@ from typing import Sequence
 from harness.execute.differential import _PROBE, OptimizerError, printed_poison
 from harness.execute.inprocess import INTERPRET, InProcessExecutor, in_process_optimizer
 from harness.oracles.differential_runner import OracleError, OracleSettings, oracle_target
-from harness.execute.releases import for_release, major_version
-from harness.execute.exec_rendering import exec_module
+from harness.execute.releases import exec_for_releases, major_version
 from harness.execute.toolchain import Toolchain
-from harness.execute.twins import TwinPlan, plan_of, with_twins
+from harness.execute.twins import TwinPlan, plan_of
 from harness.oracles.divergence_runner import DivergenceSettings, failed_execution
 from harness.run.outcome import Outcome, OutcomeKind
 from harness.run.driver_protocol import DriverError
@@ -55,18 +54,7 @@ from harness.run.process import run_program
 from harness.targets.target import Target
 
 __all__ = ["ExecPreparation", "InProcessSides", "check_reference_optimizer", "differential_target",
-           "exec_divergence_settings", "exec_for_releases", "in_process_note", "twins_of"]
-
-
-def exec_for_releases(releases: tuple[int | None, ...], canonical: str, plan: TwinPlan | None = None) -> str:
-    """The exec rendering of ``canonical``, with the constant twins of ``plan`` (None: none), as
-    every one of ``releases`` parses it.  Raises ``ExecRenderError``."""
-    text = exec_module(canonical)
-    if plan is not None:  # before the adaptation: the twins copy the bodies, flags and all
-        text = with_twins(text, plan)
-    for release in releases:
-        text = for_release(text, release)
-    return text
+           "exec_divergence_settings", "in_process_note", "twins_of"]
 
 
 @dataclass(frozen=True)
