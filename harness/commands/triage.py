@@ -7,10 +7,11 @@
     loomfuzz triage mark BUCKET duplicate-of OTHER   fold a bucket under another bucket's bug
     loomfuzz triage mark BUCKET distinct         undo a merge: the bucket is a bug of its own
     loomfuzz triage report [--db PATH] [--out DIR]   rewrite the reports from the database
+    loomfuzz triage report-upstream BUCKET [-o FILE]   a bucket as a report for MLIR's maintainers, checked
 
 ``run`` is implied when the first word is not one of the actions; to triage
-a file or folder literally named ``list``, ``show``, ``mark``, ``report`` or
-``run``, spell it ``triage run list`` or ``triage ./list``.
+a file or folder literally named ``list``, ``show``, ``mark``, ``report``,
+``report-upstream`` or ``run``, spell it ``triage run list`` or ``triage ./list``.
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from harness.commands import (
     whole_number,
 )
 
-ACTIONS = ("run", "list", "show", "mark", "report")
+ACTIONS = ("run", "list", "show", "mark", "report", "report-upstream")
 PROG = "loomfuzz triage"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.usage = (
         "loomfuzz triage [run] [OPTIONS] INPUT...\n"
-        "       loomfuzz triage list|show BUCKET|mark BUCKET STATUS|report [--db PATH] [--out DIR]"
+        "       loomfuzz triage list|show BUCKET|mark BUCKET STATUS|report [--db PATH] [--out DIR]\n"
+        "       loomfuzz triage report-upstream BUCKET [--db PATH] [--out DIR] [-o FILE]"
     )
     parser.description = "Reproduce, bucket, minimize and report fuzz findings."
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -77,6 +79,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "program is judged on too, under the pipeline it was found with (auto, the "
                              "default: every mlir-opt-N on PATH and iree-opt where found; none: no other "
                              "build); the report says which it reproduces on")
+    triage.add_argument("-o", "--output", metavar="FILE",
+                        help="report-upstream: where the report goes (default: standard output)")
     triage.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")
     triage.add_argument("--no-batch", action="store_true",
@@ -105,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             return _show(args, words)
         if action == "mark":
             return _mark(args, words)
+        if action == "report-upstream":
+            return _report_upstream(args, words)
         return _report(args, words)
     except Exception as error:  # one line for the user, whatever failed
         from harness.triage.crashdb import DatabaseError
@@ -505,4 +511,35 @@ def _report(args: argparse.Namespace, words: list[str]) -> int:
     with _open(args) as db:
         write_reports(db, args.out, suffix=program_suffix(grammar_from_args(args)))
     print(f"report: {args.out}/report.md", file=sys.stderr)
+    return 0
+
+
+def _report_upstream(args: argparse.Namespace, words: list[str]) -> int:
+    """A bucket as the report an MLIR maintainer asks for (harness.triage.report_upstream),
+    written only when its commands, run as written in a clean folder, reproduce the bug."""
+    from harness.triage.crashdb import DatabaseError
+    from harness.triage.report_upstream import check_report, upstream_report
+    from harness.triage.upstream_report import ReportError, report_markdown
+
+    try:
+        bucket_id = _bucket_id(words, "report-upstream")
+        if len(words) > 1:
+            raise ValueError(f"report-upstream takes one BUCKET (got {' '.join(words)!r})")
+        report = upstream_report(args.db, bucket_id, grammar_from_args(args))
+    except (ValueError, ReportError, DatabaseError) as error:
+        _error(str(error))
+        return 2
+    problems = check_report(report)
+    if problems:
+        for problem in problems:
+            print(f"{PROG}: error: bucket {bucket_id}: the report's command does not reproduce the bug: "
+                  f"{problem}", file=sys.stderr)
+        return 1
+    text = report_markdown(report)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"report-upstream: {args.output} (bucket {bucket_id}, {report.kind}; its {len(report.steps)} "
+              "command(s) checked in a clean folder: they reproduce it)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
