@@ -525,7 +525,8 @@ def _report_upstream(args: argparse.Namespace, words: list[str]) -> int:
         bucket_id = _bucket_id(words, "report-upstream")
         if len(words) > 1:
             raise ValueError(f"report-upstream takes one BUCKET (got {' '.join(words)!r})")
-        report = upstream_report(args.db, bucket_id, grammar_from_args(args))
+        named = args.profile or args.grammar or args.break_precondition  # else the bucket's own profile
+        report = upstream_report(args.db, bucket_id, grammar_from_args(args) if named else None)
     except (ValueError, ReportError, DatabaseError) as error:
         _error(str(error))
         return 2

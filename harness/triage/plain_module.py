@@ -24,7 +24,7 @@ them, in upstream dialects only; this module takes it from there:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from harness.core.compiled import CompiledGrammar
@@ -117,12 +117,39 @@ def _i32(value: object) -> str:
     return "true" if value is True else "false" if value is False else str(value)
 
 
-def call_once(items: Sequence[Item], function: ExecFunction, row: int) -> str:
-    """A module of ``items`` (the function, what it calls), the print declarations and a
+def _without_unused_buffer(items: list[Item], function: ExecFunction, values: tuple) -> tuple:
+    """The function without its memory argument when its body never names it (nothing to
+    store, nothing to print): (items, function, values)."""
+    if not function.takes_memory:
+        return items, function, values
+    at = next(k for k, i in enumerate(items) if i.symbol == function.symbol)
+    lines = items[at].text.splitlines(keepends=True)
+    header = re.match(r"(func\.func @[\w$.-]+\()(.*?)(\).*)$", lines[0], re.S)
+    params = [p.strip() for p in header.group(2).split(",") if p.strip()]
+    kept = [p for p in params if not p.partition(":")[2].strip().startswith("memref")]
+    passed = [k for k in range(len(function.arg_types)) if k not in function.constant_args]
+    if len(kept) != len(params) - 1 or len(passed) != len(params):
+        return items, function, values
+    name = next(p for p in params if p not in kept).partition(":")[0].strip()
+    if re.search(re.escape(name) + r"\b", "".join(lines[1:])):
+        return items, function, values
+    k = function.arg_types.index("memref")
+    smaller = replace(function, arg_types=function.arg_types[:k] + function.arg_types[k + 1:],
+                      constant_args=tuple(c - (c > k) for c in function.constant_args))
+    text = header.group(1) + ", ".join(kept) + header.group(3) + "".join(lines[1:])
+    return (items[:at] + [Item(function.symbol, text)] + items[at + 1:], smaller,
+            tuple(v for j, v in enumerate(values) if j != k))
+
+
+def call_once(items: Sequence[Item], function: ExecFunction, row: int) -> tuple[str, bool]:
+    """(a module of ``items`` (the function, what it calls), the print declarations and a
     ``main`` that calls ``function`` once with the inputs of ``row`` (as constants; a twin's
     constant arguments are in its body already) and prints its results, then the four
-    memory cells where it takes the buffer, comma-separated on one line."""
+    memory cells where it takes the buffer, comma-separated on one line; whether the buffer
+    was left out, its argument unused)."""
     values = row_inputs(function, row)
+    memory = function.takes_memory
+    items, function, values = _without_unused_buffer(list(items), function, values)
     header = next(i.text.splitlines()[0] for i in items if i.symbol == function.symbol)
     params = re.match(r"func\.func @[\w$.-]+\((.*?)\)", header).group(1)
     types = [p.partition(":")[2].strip() for p in params.split(",") if p.strip()]
@@ -157,4 +184,4 @@ def call_once(items: Sequence[Item], function: ExecFunction, row: int) -> str:
     needed = ("printI64", "printNewline") + (("printComma",) if len(printed) > 1 else ())
     declarations = [Item(name, f"func.func private @{name}({'i64' if name == 'printI64' else ''})\n")
                     for name in needed if not any(i.symbol == name for i in items)]
-    return module_text([*items, *declarations, Item("main", "".join(body))])
+    return module_text([*items, *declarations, Item("main", "".join(body))]), memory and not function.takes_memory

@@ -2,12 +2,13 @@
 
 :func:`upstream_report` makes the report of one bucket of the triage database
 (a crash, hang or error bucket: :mod:`harness.triage.upstream_crash`; a
-wrong-code bucket: :mod:`harness.triage.upstream_wrong_code`).
+wrong-code bucket, or an executor disagreement where the optimized module computes
+poison: :mod:`harness.triage.upstream_wrong_code`).
 :func:`check_report` then runs every command of the report as written, with
 ``bash``, in a fresh temporary folder holding only the program
 (:data:`~harness.triage.upstream_report.PROGRAM`), and says which did not show
 what the report says: a failure with another signature key, a hang that ended,
-other printed values.  A report whose commands do not reproduce the bug is
+other printed values, an optimized function that is not printed.  A report whose commands do not reproduce the bug is
 not written.
 """
 
@@ -21,6 +22,7 @@ from harness.triage.crashdb import TriageDB
 from harness.triage.upstream_crash import KINDS, crash_report, failure_key, run_tool
 from harness.triage.upstream_report import PROGRAM, ReportError, UpstreamReport
 from harness.triage.upstream_wrong_code import wrong_code_report
+from harness.triage.wrong_code import DISAGREEMENT
 
 __all__ = ["check_report", "upstream_report"]
 
@@ -28,21 +30,26 @@ __all__ = ["check_report", "upstream_report"]
 _RUN_SECONDS = 120.0
 
 
-def upstream_report(db_path: str, bucket_id: int, grammar: CompiledGrammar) -> UpstreamReport:
-    """The report of bucket ``bucket_id`` of the database ``db_path``.  Raises
-    :class:`ReportError` (one line) for a bucket it cannot report, and the database's own
+def upstream_report(db_path: str, bucket_id: int, grammar: CompiledGrammar | None = None) -> UpstreamReport:
+    """The report of bucket ``bucket_id`` of the database ``db_path``; ``grammar``: the one
+    its programs are of (None: the profile the bucket records, :func:`harness.contract.load_grammar`).
+    Raises :class:`ReportError` (one line) for a bucket it cannot report, and the database's own
     ``DatabaseError`` for a missing or foreign database."""
     with TriageDB(db_path, create=False) as db:
         bucket = db.bucket(bucket_id)
     if bucket is None:
         raise ReportError(f"{db_path}: no bucket {bucket_id}")
-    if bucket["oracle"] == "differential" and bucket["kind"] == "wrong-code":
+    if grammar is None:
+        from harness.contract import load_grammar
+
+        grammar = load_grammar(None, bucket["profile"] or None)
+    if bucket["oracle"] == "differential" and bucket["kind"] in ("wrong-code", DISAGREEMENT):
         return wrong_code_report(bucket)
     if bucket["oracle"] == "crash" and bucket["kind"] in KINDS:
         return crash_report(bucket, grammar)
     raise ReportError(f"bucket {bucket_id} is a {bucket['oracle']} bucket of kind {bucket['kind']}: "
-                      f"report-upstream takes wrong-code buckets and crash, timeout and unexpected-rejection "
-                      f"buckets")
+                      f"report-upstream takes wrong-code and executor-disagreement (poison) buckets and crash, "
+                      f"timeout and unexpected-rejection buckets")
 
 
 def check_report(report: UpstreamReport) -> list[str]:
@@ -58,6 +65,9 @@ def check_report(report: UpstreamReport) -> list[str]:
             got = run.stdout.strip()
             if run.returncode != 0 or got != step.expect:
                 problems.append(f"`{step.command}` printed {got!r} (exit {run.returncode}), not {step.expect!r}")
+        elif step.check == "contains":
+            if run.returncode != 0 or step.expect not in run.stdout:
+                problems.append(f"`{step.command}` (exit {run.returncode}) did not print {step.expect[:80]!r}...")
         else:
             got = failure_key(run)
             if got != step.expect:

@@ -238,7 +238,7 @@ def crash_report(bucket, grammar: CompiledGrammar, toolchain: Toolchain | None =
     return UpstreamReport(
         bucket=bucket["id"], kind=kind, title=title[:160], program=program, plain=plain,
         build=f"{command_name(binary)} (LLVM {identity.version})", pass_name=pass_name,
-        found_with=" ".join([command_name(binary), *argv[1:]]),
+        found_with=shlex.join([command_name(binary), *argv[1:]]),
         steps=[Step(command, f"the pass {what}", "fails", key)], how_reduced=how,
         trace=trimmed_trace(run.stderr) if kind != "hang" else "",
         releases=_releases(program, args, key, pipe, binary, timeout), timeout=timeout)

@@ -46,8 +46,9 @@ class Step:
 
     command: str
     what: str  # one line: what it does
-    #: what its run must show: ``prints`` (stdout, stripped, is ``expect``) or ``fails``
-    #: (its failure's signature key is ``expect``: harness.triage.upstream_crash.failure_key)
+    #: what its run must show: ``prints`` (stdout, stripped, is ``expect``), ``contains``
+    #: (stdout holds ``expect``) or ``fails`` (its failure's signature key is ``expect``:
+    #: harness.triage.upstream_crash.failure_key)
     check: str
     expect: str
 
@@ -57,7 +58,7 @@ class UpstreamReport:
     """Everything the report says (see :func:`report_markdown`)."""
 
     bucket: int
-    kind: str  # crash | hang | error | wrong-code
+    kind: str  # crash | hang | error | wrong-code | poison
     title: str
     program: str  # the text of PROGRAM
     plain: bool  # loom's shell reduced away: upstream dialects only
@@ -124,19 +125,29 @@ def report_markdown(report: UpstreamReport) -> str:
     out.append(f"Found with `{report.build}`; reproduces with `{report.pass_name}` alone on the program "
                f"below, saved as `{PROGRAM}`.\n\n")
     out.append(f"`{PROGRAM}`:\n\n" + _fence(report.program, "mlir") + "\n")
-    if report.kind == "wrong-code":
+    if report.kind in ("wrong-code", "poison"):
         out.append("## Steps to reproduce\n\n")
         for step in report.steps:
             out.append(f"{step.what}:\n\n" + _fence(step.command, "sh"))
             if step.check == "prints":
                 out.append("prints\n\n" + _fence(step.expect, "text"))
+            elif step.check == "contains":
+                out.append("prints, among the rest,\n\n" + _fence(step.expect, "mlir"))
             out.append("\n")
         out.append("## Expected and actual\n\n")
-        out.append(f"The call {report.inputs} prints `{report.expected}` before the pass and "
-                   f"`{report.actual}` after it. loom-fuzz's reference interpreter of the original "
-                   f"program gives `{report.interpreter}` for that call.\n\n")
-        if report.optimized:
-            out.append("What the pass leaves of the function:\n\n" + _fence(report.optimized, "mlir") + "\n")
+        if report.kind == "poison":
+            out.append(f"The call {report.inputs} prints `{report.expected}` before the pass (loom-fuzz's "
+                       f"reference interpreter gives `{report.interpreter}` too). After the pass, the function "
+                       f"computes poison for that input: loom-fuzz's IR executor, which follows the arith "
+                       f"dialect's poison semantics (e.g. an `overflow<nsw>` operation that wraps), evaluates "
+                       f"the call to `{report.actual}`. The JIT's code happens to print the old values, but an "
+                       f"optimizer may fold the poison to anything.\n\n")
+        else:
+            out.append(f"The call {report.inputs} prints `{report.expected}` before the pass and "
+                       f"`{report.actual}` after it. loom-fuzz's reference interpreter of the original "
+                       f"program gives `{report.interpreter}` for that call.\n\n")
+            if report.optimized:
+                out.append("What the pass leaves of the function:\n\n" + _fence(report.optimized, "mlir") + "\n")
     else:
         out.append("## Steps to reproduce\n\n")
         for step in report.steps:
