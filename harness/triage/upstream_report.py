@@ -113,16 +113,18 @@ def _releases_table(releases: list[dict]) -> str:
     has = [r["name"] for r in releases if r["result"] == "reproduces"]
     not_ = [r["name"] for r in releases if r["result"] in ("correct", "passes")]
     lines = "\n".join(rows) + "\n"
-    summary = (f"\nIt reproduces on {', '.join(has) or 'none'}; "
-               f"not on {', '.join(not_) or 'any build judged'} (\"rejects\": the build has no such pass or "
-               f"cannot read the program).\n")
+    rejects = any(r["result"] == "rejects" for r in releases)
+    summary = (f"\nIt reproduces on {', '.join(has) or 'none'}; not on {', '.join(not_) or 'any build judged'}"
+               + (" (\"rejects\": the build has no such pass or cannot read the program)" if rejects else "")
+               + ".\n")
     return lines + summary
 
 
 def report_markdown(report: UpstreamReport) -> str:
     """The report as GitHub issue text (Markdown), ready to paste into llvm/llvm-project."""
     out = [f"# {report.title}\n\n"]
-    out.append(f"Found with `{report.build}`; reproduces with `{report.pass_name}` alone on the program "
+    alone = " alone" if "," not in report.pass_name.split("{")[0] else ""
+    out.append(f"Found with `{report.build}`; reproduces with `{report.pass_name}`{alone} on the program "
                f"below, saved as `{PROGRAM}`.\n\n")
     out.append(f"`{PROGRAM}`:\n\n" + _fence(report.program, "mlir") + "\n")
     if report.kind in ("wrong-code", "poison"):
