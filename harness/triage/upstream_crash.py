@@ -185,6 +185,9 @@ def crash_report(bucket, grammar: CompiledGrammar, toolchain: Toolchain | None =
     if text is None:
         raise ReportError(f"bucket {bucket['id']} is not minimized yet: run `loomfuzz triage` on its inputs")
     binary, (rest, pipeline) = argv[0], _pipeline_of(argv[1:])
+    if which(binary) is None:
+        raise ReportError(f"{binary} (the build bucket {bucket['id']} was found with) is not an executable file "
+                          "or on PATH")
     timeout = min(float(target.get("timeout") or 10.0), 30.0)
 
     def key_of(program: str, pipe: str, allow: bool = True) -> str | None:

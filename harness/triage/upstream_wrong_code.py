@@ -114,6 +114,9 @@ def wrong_code_report(bucket, toolchain: Toolchain | None = None) -> UpstreamRep
         raise ReportError(f"bucket {bucket['id']} is an executor disagreement without poison "
                           f"({details.get('how')}): a bug of an executor, not of the optimizer, maybe")
     binary = argv[0]
+    if identify_named(binary) is None:
+        raise ReportError(f"{binary} (the build bucket {bucket['id']} was found with) is not an executable file "
+                          "or on PATH")
     twins = details.get("twins")
     # poison shows only in the IR executor, in process (harness.triage.wrong_code_triage does the same)
     settings = oracle_settings(Optimizer(binary=binary), toolchain, runner="persistent" if poison else "process")
