@@ -9,6 +9,8 @@ into buckets as a user would, then reported:
 * wrong code: MLIR 16's sccp folding a loop that may run zero times to its yield
   (tests/programs/upstream_mlir16_sccp_zero_trip_wide.mlir), triaged with
   ``--releases none`` so that the report judges the releases itself;
+* a hang: canonicalize spinning after convert-scf-to-cf on 19, 22 and the head
+  (tests/programs/upstream_cf_canonicalize_hang_wide.mlir);
 * poison (an executor disagreement): MLIR 22's arith-int-range-narrowing narrowing
   ``addi (x & 32767), (x & 32767) overflow<nsw>`` to ``i16`` with the flag kept
   (tests/programs/upstream_narrowing_keeps_nsw_wide.mlir, the hunt's bucket of
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
 RDV_TRIP_COUNT = PROGRAMS / "upstream_rdv_trip_count_crash_wide.mlir"
 ZERO_TRIP = PROGRAMS / "upstream_mlir16_sccp_zero_trip_wide.mlir"
+CF_HANG = PROGRAMS / "upstream_cf_canonicalize_hang_wide.mlir"
 KEEPS_NSW = PROGRAMS / "upstream_narrowing_keeps_nsw_wide.mlir"
 NARROWING = "builtin.module(arith-int-range-narrowing{int-bitwidths-supported=8,16,32})"
 
@@ -213,3 +216,33 @@ def test_the_poison_report_reproduces_as_written(poison_bucket, tmp_path):
     assert report.startswith("# [mlir] arith-int-range-narrowing{int-bitwidths-supported=8,16,32} introduces poison")
     assert "evaluates the call to `poison, poison`" in report
     assert "| MLIR 19 | 19.1.7 | rejects | it has no pass arith-int-range-narrowing |" in report
+
+
+def test_the_hang_report_reproduces_as_written(tmp_path):
+    installed("mlir-opt-22")
+    out = tmp_path / "t"
+    done = loomfuzz("triage", CF_HANG, "--target", "mlir-opt-22", "--pipeline",
+                    "builtin.module(convert-scf-to-cf,canonicalize)", "--timeout", 3, "--profile", "wide", "--out", out,
+                    "--no-progress", "--max-candidates", 15, "--repeat", 1)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = report_of(out, tmp_path)
+    program, (command,) = program_and_commands(report)
+    verifies_without_loom(program)
+    assert command == "mlir-opt-22 --convert-scf-to-cf --canonicalize bug.mlir"  # canonicalize alone does not spin
+    assert re.search(r"scf\.for %\w+ = (%\w+) to \1 step", program), program  # the loop from 1 to 1
+    folder = tmp_path / "clean"
+    folder.mkdir()
+    (folder / "bug.mlir").write_text(program)
+    lowered = subprocess.run(["bash", "-c", "mlir-opt-22 --convert-scf-to-cf bug.mlir"], cwd=folder,
+                             capture_output=True, text=True, timeout=60)
+    assert lowered.returncode == 0, lowered.stderr  # the lowering alone ends
+    hang = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            hang.wait(timeout=10)
+    finally:
+        hang.kill()
+        hang.wait()
+    assert report.startswith("# [mlir] --convert-scf-to-cf --canonicalize hangs")
+    assert "| MLIR 22 (the build it was found with) | 22.1.8 | reproduces | the same hang |" in report
