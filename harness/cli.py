@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
+    args.argv = tuple(argv)  # as typed: a campaign's summary names the command that resumes it
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.commands import TargetOptionsConflict, settle_target_options
     from harness.core.compiled import GrammarError

@@ -229,6 +229,30 @@ def _prepare_corpus(corpus: Path, grammar) -> Optional[int]:
     return None
 
 
+def resume_command(argv) -> str:
+    """The command line that runs this campaign again (and so continues it), as the user can type it."""
+    import shutil
+
+    program = sys.argv[0] if sys.argv and sys.argv[0] else "loomfuzz"
+    if os.path.basename(program) == "loomfuzz":
+        found = shutil.which("loomfuzz")
+        if found and os.path.realpath(found) == os.path.realpath(program):
+            program = "loomfuzz"  # the one on PATH
+        head = [program]
+    else:  # python -m harness.cli
+        head = [sys.executable, "-m", "harness.cli"]
+    return shlex.join([*head, *argv])
+
+
+def _show_tail(result) -> None:
+    """A failed campaign: the fuzz target's last lines, from its log."""
+    if not result.tail:
+        return
+    print(f"loomfuzz fuzz: the last lines of the fuzz target's output ({result.log}):", file=sys.stderr)
+    for line in result.tail:
+        print(f"  | {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.campaign import run_campaign
     from harness.fuzzing.campaign_summary import format_summary
@@ -284,14 +308,18 @@ def run(args: argparse.Namespace) -> int:
         result = run_campaign(options, script)
     except OSError as error:
         return _error(f"cannot run {script}: {error.strerror or error}")
+    if result.failed:
+        _show_tail(result)
     sys.stderr.flush()
-    print(format_summary(options, result), flush=True)
+    argv = getattr(args, "argv", None)
+    print(format_summary(options, result, resume_command(argv if argv is not None else sys.argv[1:])),
+          flush=True)
     if result.interrupted:  # 128 + the signal that stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP
         return 128 + (result.stop_signal or 2)
     if result.finding_count:
         return 1
     # stopped at --time by loomfuzz: libFuzzer's interrupt status, not a failure
-    if result.orphans or (result.returncode != 0 and not result.deadline):
+    if result.failed:
         return _error(f"the fuzz target exited with status {result.returncode} without a finding "
-                      "(see its output above)", 2)
+                      f"(its last lines above; all of its output in {result.log})", 2)
     return 0
