@@ -91,7 +91,8 @@ def test_no_option_is_taken_for_an_abbreviation():
 
 #: ``--word`` tokens in the repository that are a prefix of a loomfuzz or benchmark option but
 #: belong to other tools (sbatch's --mem, lit's `not --crash`, target arguments of tests, a
-#: sentence of native/README.md), or are this rule's own example (--loom-op)
+#: sentence of native/README.md), or are this rule's own example (--loom-op); this file's own
+#: mistyped options are left out of the scan
 OTHER_TOOLS = {"--a", "--b", "--crash", "--mem", "--mlir-", "--loom-op"}
 
 
@@ -102,6 +103,8 @@ def test_nothing_in_the_repository_relies_on_an_abbreviation():
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     found = {}
     for name in files:
+        if name == "tests/test_cli_help.py":
+            continue
         try:
             text = (REPO / name).read_text()
         except (UnicodeDecodeError, OSError):
