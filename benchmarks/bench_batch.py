@@ -52,7 +52,7 @@ def sweep(texts, target, folder: Path, batch_size, start=0, count=None):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="1,000 batched and 60 one-by-one programs")
     parser.add_argument("-n", type=int, help="programs run batched (default 5,000)")
     parser.add_argument("--alone", type=int, help="programs run one process each (default 200)")

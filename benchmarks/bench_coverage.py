@@ -139,7 +139,7 @@ def replay(binary: str, workdir: Path, files: list[str], *, bridge: bool) -> flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="fewer runs, one seed")
     parser.add_argument("--seeds", help="comma-separated libFuzzer seeds for part 2")
     parser.add_argument("--cap", type=int, help="runs per hunt before giving up")

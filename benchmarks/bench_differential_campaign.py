@@ -221,7 +221,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="25 s per campaign")
     parser.add_argument("--minutes", type=float, help="minutes per campaign (default 3; --quick 25 s)")
     parser.add_argument("--pipeline", action="append", metavar="P",

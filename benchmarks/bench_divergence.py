@@ -50,7 +50,7 @@ def findings(folder: Path) -> list[tuple[Path, dict]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="N=200, M=100")
     parser.add_argument("-n", type=int, default=2000, help="default programs, identical builds (2000)")
     parser.add_argument("-m", type=int, default=1000, help="wide programs, MLIR 16 vs 22 (1000)")

@@ -57,7 +57,7 @@ def measure(texts: list[str], share: float) -> tuple[EdgeCoverage, int, float, l
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("-n", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--per-op", action="store_true", help="constants per operation and operand too")

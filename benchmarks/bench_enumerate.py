@@ -38,7 +38,7 @@ from harness.core.render import renderer  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="a 5,000-program prefix")
     parser.add_argument("--count", type=int, help="programs swept (default 50,000)")
     parser.add_argument("--jobs", type=int, default=2, help="batches at once (default 2)")

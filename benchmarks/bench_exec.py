@@ -271,7 +271,7 @@ def bench_triage_findings(args) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("-n", "--count", type=int, default=2000, help="programs (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", default="wide", help="a P1-P24 profile: wide (default) or conventions")

@@ -51,7 +51,7 @@ def bare_rate(argv: list[str], texts: list[bytes], runs: int, env: dict) -> tupl
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="200 runs per side (default 1000)")
     parser.add_argument("--runs", type=int, help="runs per side")
     args = parser.parse_args()

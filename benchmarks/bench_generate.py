@@ -52,7 +52,7 @@ def process_rate(count: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="fewer programs")
     args = parser.parse_args()
     fast_n, fb_n, process_n = (50_000, 1_000, 60_000) if args.quick else (300_000, 3_000, 60_000)

@@ -241,7 +241,7 @@ def report(cells: tuple[Cell, ...], state: Path, triage: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--state", type=Path, default=ROOT / "hunt", help="the hunt's folder (default hunt/)")
     parser.add_argument("--cpu-minutes", type=float, default=30.0, help="goal per cell (default 30)")
     parser.add_argument("--programs", type=int, default=2000, help="programs per chunk (default 2000)")

@@ -79,7 +79,7 @@ def measure(name: str, grammar, count: int) -> tuple[float, Mutator]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="20,000 calls per measurement")
     parser.add_argument("--count", type=int, help="calls per measurement (default 200,000)")
     args = parser.parse_args()

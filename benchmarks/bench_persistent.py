@@ -80,7 +80,7 @@ def campaign(work: Path, seeds: Path, seconds: int, seed: int, persistent: bool)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="15 s per side (default 60)")
     parser.add_argument("--time", type=int, help="seconds per side")
     parser.add_argument("--seed", type=int, default=1, help="libFuzzer's seed (default 1)")

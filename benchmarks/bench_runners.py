@@ -125,7 +125,7 @@ def default_space(count: int, full: bool, folder: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="400 crash-heavy programs")
     parser.add_argument("--crash-programs", type=int, help="crash-heavy programs (default 2000)")
     parser.add_argument("--slice", type=int, default=20_000, help="enumerate indices (default 20000)")

@@ -92,7 +92,7 @@ def replay(binary: str, workdir: Path, files: list[str], stats: bool) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="fewer inputs and rounds")
     args = parser.parse_args()
     inputs_n, rounds, samples = (600, 2, 20) if args.quick else (2000, 5, 100)

@@ -50,7 +50,7 @@ def _findings(folders: list[Path]) -> set[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--count", type=int, default=4000, help="programs in the slice (default 4000)")
     parser.add_argument("--submits", type=int, default=10, help="single jobs for the overhead (default 10)")
     options = parser.parse_args()

@@ -167,7 +167,7 @@ def stop_latency(fake: str, stops: int, workdir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--stops", type=int, default=3)

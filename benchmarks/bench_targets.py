@@ -47,7 +47,7 @@ def cell(binary: str, oracle: str, runner: str, count: int) -> tuple[float | Non
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("-n", type=int, default=300, help="programs per cell (default 300)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, order alternating (default 2)")
     args = parser.parse_args()

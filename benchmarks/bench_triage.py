@@ -91,7 +91,7 @@ def table(rows: list[list], header: list[str]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="fewer seeds and inputs")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", metavar="DIR", help="a loom-fuzz checkout to compare with")

@@ -101,7 +101,7 @@ def loomfuzz_run(work: Path, *args: str) -> tuple[float, int, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("-n", type=int, default=300)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--false-alarms", type=int, default=2000, metavar="M")

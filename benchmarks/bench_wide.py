@@ -86,7 +86,7 @@ def chained(mutator: Mutator, rng: random.Random, max_size: int):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="fewer programs and mutations, best of 2")
     args = parser.parse_args()
     process_n = 60_000

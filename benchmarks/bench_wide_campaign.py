@@ -172,7 +172,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="30 s per pipeline")
     parser.add_argument("--minutes", type=float, help="minutes per pipeline (default 3; --quick 0.5)")
     parser.add_argument("--pipeline", action="append", metavar="P",

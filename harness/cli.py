@@ -2,11 +2,16 @@
 
 A command module offers ``configure(parser)`` and ``run(args) -> int``.  Only
 the chosen command's module is imported, so ``loomfuzz generate`` starts fast.
+
+No parser takes an abbreviation (``allow_abbrev=False``: ``--loom-op`` is not
+``--loom-opt``), and an option the command does not have is one line naming the
+command's closest option (:func:`unknown_options`), not the top-level usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from typing import Sequence
@@ -28,21 +33,50 @@ COMMANDS = {
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="loomfuzz", description="Grammar-based fuzzer for loom's MLIR optimizer."
+        prog="loomfuzz", description="Grammar-based fuzzer for loom's MLIR optimizer.", allow_abbrev=False,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
-        sub = subparsers.add_parser(name, help=summary, description=summary)
+        sub = subparsers.add_parser(name, help=summary, description=summary, allow_abbrev=False)
         if name == selected:
             importlib.import_module(f"harness.commands.{name}").configure(sub)
     return parser
+
+
+def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of command ``name`` inside ``loomfuzz``'s."""
+    (subparsers,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[name]
+
+
+def unknown_options(command: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """The one-line error for arguments ``command`` does not take, with the closest option of
+    its own for each mistyped one (``--loomopt``: did you mean --loom-opt?)."""
+    options = [o for action in command._actions for o in action.option_strings]
+    parts = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.75) if name.startswith("-") else []
+        if close:
+            parts.append(f"{extra} (did you mean {close[0]}?)")
+        elif name[:1] == "-" and name[1:2] != "-" and command.prog.endswith(" fuzz"):
+            parts.append(f"{extra} (a libFuzzer flag? they go after --)")
+        else:
+            parts.append(extra)
+    what = "option" if all(e.startswith("-") for e in extras) else "argument"
+    return (f"{command.prog}: error: unknown {what}{'s' if len(extras) > 1 else ''}: {', '.join(parts)}; "
+            f"see {command.prog} --help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(selected if selected in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # the command's own closest options, not loomfuzz's usage
+        print(unknown_options(command_parser(parser, args.command), extras), file=sys.stderr)
+        return 2
+    args.argv = tuple(argv)  # as typed: a campaign's summary names the command that resumes it
     module = importlib.import_module(f"harness.commands.{args.command}")
     from harness.commands import TargetOptionsConflict, settle_target_options
     from harness.core.compiled import GrammarError

@@ -21,12 +21,7 @@ WIDTH = 80  # usage lines are wrapped at a fixed width, whatever the terminal
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every subcommand's parser, configured (``loomfuzz`` configures only the one it runs)."""
-    parsers = {}
-    for name in cli.COMMANDS:
-        top = cli._parser(name)
-        (subparsers,) = (a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-        parsers[name] = subparsers.choices[name]
-    return parsers
+    return {name: cli.command_parser(cli._parser(name), name) for name in cli.COMMANDS}
 
 
 def _text(text: str) -> str:

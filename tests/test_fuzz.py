@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.fuzzing.campaign import LOG_FILE
 from harness.fuzzing.corpus import inspect_corpus, seed_corpus, seed_programs
 from harness.fuzzing.findings import finding_kind
 from harness.fuzzing.libfuzzer import build_command, child_env, fuzz_target_script, libfuzzer_flags
@@ -59,6 +60,11 @@ def loomfuzz(*args, cwd: Path, env: dict | None = None, timeout: float = 300,
     command = python or [sys.executable, "-m", "harness.cli"]
     return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, cwd=cwd,
                           env=env or clean_env(), timeout=timeout)
+
+
+def fuzz_log(artifacts: Path) -> str:
+    """What libFuzzer and the fuzz target printed: the campaign's log (harness.fuzzing.campaign)."""
+    return (artifacts / LOG_FILE).read_text()
 
 
 def crash_files(folder: Path) -> list[Path]:
@@ -116,7 +122,8 @@ def test_fake_target_crash_is_found_with_sidecars(fake_loom_opt, tmp_path):
     comment, text = decoded.stdout.split("\n", 1)
     assert comment.startswith(f"// {crash}: ")
     assert text == program_text
-    assert "Finding: loom-opt: crash" in result.stderr  # atheris printed our exception
+    assert "Finding: loom-opt: crash" in fuzz_log(artifacts)  # atheris printed our exception, in the log
+    assert "Finding:" not in result.stderr and "found crash-" in result.stderr  # the terminal: loomfuzz's line
 
 
 def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
@@ -134,8 +141,8 @@ def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
     assert "findings:    none" in result.stdout
     assert "  grammar coverage: k=1 17/17, k=2 36/36\n" in result.stdout  # the seeds cover every pair
     assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
-    assert "loom-fuzz summary: 250 executions" in result.stderr  # the target's line, for people
+        "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv", "stats.csv"]
+    assert "loom-fuzz summary: 250 executions" in fuzz_log(artifacts)  # the target's line, for people
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")  # ... and its record, for loomfuzz
     assert record.executions == 250 and record.findings == {}
 
@@ -148,11 +155,11 @@ def test_fork_mode_collects_findings_in_one_folder(fake_loom_opt, tmp_path):
     env = clean_env(PATH="/usr/bin:/bin")
     result = loomfuzz("fuzz", "--loom-opt", fake_loom_opt, "--jobs", 2, "--runs", 300, "--seed", 5,
                       "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path, env=env)
-    assert "-fork=2" in result.stderr
+    assert "-fork=2" in fuzz_log(artifacts)
     assert result.returncode == 1, result.stdout + result.stderr[-3000:]
     crashes = crash_files(artifacts)
     sidecars = sorted(artifacts.glob("crash-*.json"))
-    assert len(crashes) >= 1 and "exit 127" not in result.stderr
+    assert len(crashes) >= 1 and "exit 127" not in fuzz_log(artifacts)
     assert {c.name for c in crashes} == {s.stem for s in sidecars}  # one folder, nothing orphaned
     for crash in crashes:
         assert (artifacts / f"{crash.name}.mlir").is_file()
@@ -169,11 +176,11 @@ def test_self_fuzz_finds_nothing(tmp_path, samples):
     result = loomfuzz("fuzz", "--self", "--runs", runs, "--seed", 3,
                       "--corpus", corpus, "--artifacts", artifacts, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "grammar_fuzzer.py" in result.stderr
+    assert "grammar_fuzzer.py" in fuzz_log(artifacts)
     assert executions(result.stdout) == runs
     assert crash_files(artifacts) == []
     assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
+        "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv", "stats.csv"]
     assert "findings:    none" in result.stdout
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")
     assert record.executions == runs and record.programs_checked > 0
@@ -186,8 +193,8 @@ def test_time_limit_ends_cleanly_with_a_summary(fake_loom_opt, tmp_path):
                       "--time", 2, "--corpus", tmp_path / "corpus", "--artifacts", tmp_path / "artifacts",
                       cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "-max_total_time=2" in result.stderr
-    assert re.search(r"loom-fuzz summary: \d+ executions in [\d.]+ s", result.stderr)
+    assert "-max_total_time=2" in fuzz_log(tmp_path / "artifacts")
+    assert re.search(r"loom-fuzz summary: \d+ executions in [\d.]+ s", fuzz_log(tmp_path / "artifacts"))
     assert executions(result.stdout) > 20
 
 

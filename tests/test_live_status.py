@@ -3,7 +3,8 @@
 A real campaign runs in a tmux pane; the screen is read with ``capture-pane``
 while it runs.  On the terminal there is one status line, rewritten in place
 (its figures change, no second copy appears, libFuzzer's progress lines are
-gone).  Piped, the same campaign prints plain lines (tests/test_series.py).
+gone: they are in the campaign's log).  Piped, the same campaign prints plain lines
+(tests/test_campaign_terminal.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from harness.fuzzing.campaign_series import Snapshot
 from harness.fuzzing.status import StatusDisplay, format_status, is_progress_line
 
 REPO = Path(harness.__file__).resolve().parent.parent
-STATUS = re.compile(r"^\[\s*\d+[smh][\dms]*\]\s+([\d,]+) exec\s+[\d,]+/s\s+corpus ([\d,]+)\s+edges -\s+(?:grammar [\d.]+\s+)?findings 0$")
+STATUS = re.compile(r"^\[\s*\d+[smh][\dms]*\]\s+([\d,]+) exec\s+[\d,]+/s\s+corpus ([\d,]+)\s+(?:grammar [\d.]+\s+)?findings 0"
+                    r"\s+left \d+s$")
 
 
 def tmux(socket: str, *args: str) -> str:
@@ -96,26 +98,32 @@ class _Terminal:
         return True
 
 
-def test_display_interleaves_output_above_the_status(monkeypatch):
+def test_display_prints_messages_above_the_status(monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")  # the terminal's width, as a shell exports it
     terminal = _Terminal()
     display = StatusDisplay(terminal)
     snap = Snapshot(elapsed_s=65.2, executions=12345, exec_per_s=190.4, corpus=61, edges=311,
                     grammar_coverage=None, findings={"crash": 2}, workers=2)
     assert format_status(snap) == "[  1m05s]  12,345 exec  190/s  corpus 61  edges 311  workers 2  findings 2 (crash 2)"
+    # the folder's findings (an earlier run's too) and the time left of --time
+    assert format_status(snap, {"crash": 5, "timeout": 1}, 54.9) == (
+        "[  1m05s]  12,345 exec  190/s  corpus 61  edges 311  workers 2  findings 6 (crash 5, timeout 1)  left 54s")
     display.update(snap)
-    display.line("#100\tNEW    cov: 1 ft: 2 corp: 3/4b lim: 17 exec/s: 5 rss: 6Mb L: 1/17 MS: 1 Custom-\n")
-    display.line("INFO: something\n")
+    display.message("loomfuzz fuzz: found crash-1: crash: SIGSEGV")
     display.close()
     status = format_status(snap)
-    assert terminal.text == f"\r\x1b[K{status}\r\x1b[KINFO: something\n{status}\n"
+    assert terminal.text == f"\r\x1b[K{status}\r\x1b[Kloomfuzz fuzz: found crash-1: crash: SIGSEGV\n{status}\n"
     piped = _Terminal()
     piped.isatty = lambda: False  # type: ignore[method-assign]
-    display = StatusDisplay(piped)
+    display = StatusDisplay(piped, plain_every=3600)
     display.update(snap)
-    display.line("#100\tNEW    cov: 1\n")
+    display.message("loomfuzz fuzz: found crash-1: crash: SIGSEGV")
+    display.update(snap)  # within plain_every of the last line: not printed
+    final = Snapshot(**{**snap.__dict__, "final": True})
+    display.update(final)  # the last one is
     display.close()
-    assert piped.text == f"loomfuzz fuzz: status: {status}\n#100\tNEW    cov: 1\n"
+    assert piped.text == (f"loomfuzz fuzz: status: {status}\nloomfuzz fuzz: found crash-1: crash: SIGSEGV\n"
+                          f"loomfuzz fuzz: status: {status}\n")
     # a narrower terminal: the status line is cut to fit it (one column to spare)
     monkeypatch.setenv("COLUMNS", "40")
     narrow = _Terminal()

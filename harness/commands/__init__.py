@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import textwrap
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -53,8 +54,31 @@ def positive_number(text: str) -> float:
     return value
 
 
-def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
-    """The target options: which tool, its binary and arguments, its limits."""
+def help_groups(parser: argparse.ArgumentParser, *titles: str) -> list:
+    """Argument groups in the order ``--help`` shows them (what a first run needs first)."""
+    return [parser.add_argument_group(title) for title in titles]
+
+
+def with_examples(parser: argparse.ArgumentParser, examples: Sequence[tuple[str, str]],
+                  notes: str = "") -> None:
+    """End the command's help with ``examples`` (command line, what it does), then ``notes``
+    (paragraphs; a paragraph indented or of one line is kept as written, the others wrapped)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    lines = ["examples:"]
+    for command, what in examples:
+        lines += [f"  {command}", textwrap.fill(what, 88, initial_indent="      ", subsequent_indent="      ",
+                                                     break_on_hyphens=False, break_long_words=False)]
+    paragraphs = []
+    for paragraph in notes.strip("\n").split("\n\n") if notes.strip() else []:
+        kept = paragraph.startswith(" ") or "\n  " in paragraph
+        paragraphs.append(paragraph if kept else textwrap.fill(" ".join(paragraph.split()), 88,
+                                                               break_on_hyphens=False, break_long_words=False))
+    parser.epilog = "\n\n".join(["\n".join(lines), *paragraphs]) + "\n"
+
+
+def add_target_arguments(parser, targets: Sequence[str] | None = None, *, judging=None, limits=None) -> None:
+    """The target options: which tool, its binary and arguments, its limits (in ``limits``, when
+    given: an argument group of their own), its expectations (in ``judging``, when given)."""
     parser.add_argument("--target", choices=targets, default=None,
                         help="the build under test: loom-opt (canonical programs; the default), "
                              "mlir-opt (upstream: $MLIR_OPT, else mlir-opt-22; oracle rendering)"
@@ -73,11 +97,12 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None) -> None:
                              "for mlir-opt --allow-unregistered-dialect)")
     parser.add_argument("--pipeline", help="a pass pipeline: flags (-x) or a textual pipeline for "
                                            "--pass-pipeline=")
-    parser.add_argument("--expectations", metavar="PATH",
-                        help="expectations JSON (default: the built-in ones of the target)")
-    parser.add_argument("--timeout", type=positive_number, default=DEFAULT_TIMEOUT, metavar="S",
+    (judging or parser).add_argument("--expectations", metavar="PATH",
+                                     help="expectations JSON (default: the built-in ones of the target)")
+    limits = limits or parser
+    limits.add_argument("--timeout", type=positive_number, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"time limit of one target run, seconds (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--memory-mb", type=whole_number(0), default=DEFAULT_MEMORY_MB, metavar="MB",
+    limits.add_argument("--memory-mb", type=whole_number(0), default=DEFAULT_MEMORY_MB, metavar="MB",
                         help=f"address-space limit of one target run (default {DEFAULT_MEMORY_MB}; 0: none)")
 
 
@@ -295,23 +320,26 @@ def add_runner_argument(parser) -> None:
     parser.add_argument("--runner", choices=RUNNER_KINDS, default=None, help=RUNNER_HELP)
 
 
-def add_sweep_arguments(parser) -> None:
-    """How a sweep runs (``run``, ``enumerate --run``): findings folder, runner, shards."""
-    parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
-                        help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
-                             "journal (default: artifacts)")
-    add_runner_argument(parser)
-    parser.add_argument("--batch-size", type=whole_number(1), metavar="N",
-                        help="with --runner batch: programs per target process (--split-input-file); "
-                             "default: automatic; 1: one process per program")
-    parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
-                        help="workers at once: drivers, batches or processes (default 1)")
-    parser.add_argument("--shard", metavar="K/N",
-                        help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
-                             "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_oracle_arguments(parser)
-    add_divergence_arguments(parser)
+def add_sweep_arguments(parser, *, where=None, how=None, oracles=None, advanced=None) -> None:
+    """How a sweep runs (``run``, ``enumerate --run``): findings folder (in ``where``), workers
+    and shards (``how``), oracles (``oracles``), runner (``advanced``), each group when given."""
+    (where or parser).add_argument("--artifacts", default="artifacts", metavar="DIR",
+                                   help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
+                                        "journal (default: artifacts)")
+    how = how or parser
+    how.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
+                     help="workers at once: drivers, batches or processes (default 1)")
+    how.add_argument("--shard", metavar="K/N",
+                     help="run only the K-th of N equal, disjoint parts (K from 0); auto/N takes K "
+                          "from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm)")
+    advanced = advanced or parser
+    add_runner_argument(advanced)
+    advanced.add_argument("--batch-size", type=whole_number(1), metavar="N",
+                          help="with --runner batch: programs per target process (--split-input-file); "
+                               "default: automatic; 1: one process per program")
+    advanced.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_oracle_arguments(oracles or parser)
+    add_divergence_arguments(oracles or parser)
 
 
 def add_divergence_arguments(parser) -> None:

@@ -24,9 +24,19 @@ import sys
 SPLIT_MARKER = "// -----"
 
 
+EXAMPLES = (
+    ("loomfuzz check corpus/*.mlir", "all 24 preconditions hold? one line per violation"),
+    ("loomfuzz generate -n 100 | loomfuzz check -", "a stream on stdin"),
+    ("loomfuzz check --profile edge edge/*.mlir", "edge programs: check names what they break"),
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     if parser.description is None:
         parser.description = "Check programs against the spec's preconditions P1-P24."
+    from harness.commands import with_examples
+
+    with_examples(parser, EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="FILE", help="program file(s); '-' reads stdin")
     parser.add_argument(
         "--conventions",

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from harness.commands import add_grammar_arguments, grammar_from_args, share
+from harness.commands import add_grammar_arguments, grammar_from_args, share, with_examples
 
 EPILOG = """\
 CORPUS: fuzz inputs (raw bytes, decoded as the fuzz target does), .mlir files
@@ -36,12 +36,18 @@ it folded one into a constant, and the operations it folded, replaced, removed
 and added.
 """
 
+EXAMPLES = (
+    ("loomfuzz coverage fuzz-corpus/", "the k-path grammar coverage of a campaign's corpus"),
+    ("loomfuzz coverage --edges programs/", "also which edge values reach which operands"),
+    ("loomfuzz coverage --pass-effect --mlir-opt mlir-opt-19 programs/",
+     "what each pass of mlir-opt-19's pipeline does to the programs"),
+)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from harness.execute.twins import DEFAULT_TWINS
 
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
+    with_examples(parser, EXAMPLES, EPILOG)
     parser.add_argument("corpus", nargs="+", metavar="CORPUS", help="fuzz inputs, program files (the grammar's SUFFIX, default .mlir), folders")
     add_grammar_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -6,10 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import add_grammar_arguments, grammar_from_args
+from harness.commands import add_grammar_arguments, grammar_from_args, with_examples
+
+
+EXAMPLES = (
+    ("loomfuzz decode artifacts/crash-0a1b...", "the program a finding's input stands for"),
+    ("loomfuzz decode --tree fuzz-corpus/*", "the derivation's choices of each corpus input"),
+    ("loomfuzz decode --render oracle artifacts/crash-0a1b... | mlir-opt-22 --allow-unregistered-dialect",
+     "the same program, as upstream mlir-opt-22 reads it"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    with_examples(parser, EXAMPLES)
     parser.add_argument("inputs", nargs="+", metavar="FILE", help="fuzz inputs (crash-*, corpus files)")
     parser.add_argument("--render", default="canonical", metavar="STYLE",
                         help="a rendering of the grammar (canonical, oracle for the built-in ones, or "

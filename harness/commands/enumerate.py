@@ -14,9 +14,11 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    help_groups,
     sweep_command,
     sweep_target,
     whole_number,
+    with_examples,
 )
 
 EPILOG = """\
@@ -26,10 +28,7 @@ mixed-radix digits, the first most significant), never by its weights: the
 same index is the same program on any machine.  A recursive grammar needs a
 depth bound (--max-depth D: the trees of depth at most D).
 
-  loomfuzz enumerate --count-only                       # 854700 for the default profile
-  loomfuzz enumerate --start 1000 --count 50 -o progs/  # program-0001000.mlir ...
   loomfuzz enumerate --shard 2/8 -o - | mlir-opt-22 ... --split-input-file
-  loomfuzz enumerate --run --target mlir-opt --jobs 2   # the exhaustive sweep
 
 --run runs the programs against the target through --runner (default: the
 persistent driver where it is built, else batches), exactly as `loomfuzz
@@ -42,28 +41,38 @@ its pipeline or arguments (checked on a trivial module first), 130 interrupted.
 """
 
 
+EXAMPLES = (
+    ("loomfuzz enumerate --count-only", "how many programs the grammar has (854700 for the default profile)"),
+    ("loomfuzz enumerate --start 1000 --count 50 -o progs/", "programs 1000 to 1049: progs/program-0001000.mlir ..."),
+    ("loomfuzz enumerate --run --target mlir-opt --jobs 2", "the exhaustive sweep through upstream mlir-opt-22"),
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
-    add_grammar_arguments(parser)
-    parser.add_argument("--max-depth", type=whole_number(1), metavar="D",
-                        help="only trees of depth at most D (required for a recursive grammar)")
-    parser.add_argument("--count-only", action="store_true", help="print how many programs there are")
-    parser.add_argument("--start", type=whole_number(0), default=0, metavar="I",
-                        help="the first index (default 0)")
-    parser.add_argument("--count", type=whole_number(0), metavar="N",
-                        help="how many indices from --start (default: all to the end)")
-    parser.add_argument("-o", "--output", metavar="DIR",
-                        help="a folder for one file per program (the grammar's SUFFIX, default .mlir), named by index, or - for stdout "
-                             "separated by '// -----' lines (default -, unless --run)")
-    parser.add_argument("--render", metavar="STYLE",
-                        help="with -o: a rendering of the grammar (default canonical; --run renders "
-                             "for the target)")
-    parser.add_argument("--run", action="store_true",
-                        help="run the programs against the target (the options below) instead of "
-                             "writing them")
-    add_target_arguments(parser)
-    add_sweep_arguments(parser)
+    parser.usage = ("loomfuzz enumerate [--count-only | -o DIR | --run [--loom-opt PATH | --target NAME]]\n"
+                    "                          [--start I] [--count N] [options]")
+    with_examples(parser, EXAMPLES, EPILOG)
+    what, where, how_much, oracles, advanced = help_groups(
+        parser, "what to enumerate", "where to write", "how much", "oracles", "advanced")
+    add_grammar_arguments(what)
+    what.add_argument("--max-depth", type=whole_number(1), metavar="D",
+                      help="only trees of depth at most D (required for a recursive grammar)")
+    what.add_argument("--count-only", action="store_true", help="print how many programs there are")
+    what.add_argument("--run", action="store_true",
+                      help="run the programs against the target (the options below) instead of "
+                           "writing them")
+    add_target_arguments(what, judging=oracles, limits=advanced)
+    where.add_argument("-o", "--output", metavar="DIR",
+                       help="a folder for one file per program (the grammar's SUFFIX, default .mlir), named by index, or - for stdout "
+                            "separated by '// -----' lines (default -, unless --run)")
+    how_much.add_argument("--start", type=whole_number(0), default=0, metavar="I",
+                          help="the first index (default 0)")
+    how_much.add_argument("--count", type=whole_number(0), metavar="N",
+                          help="how many indices from --start (default: all to the end)")
+    advanced.add_argument("--render", metavar="STYLE",
+                          help="with -o: a rendering of the grammar (default canonical; --run renders "
+                               "for the target)")
+    add_sweep_arguments(parser, where=where, how=how_much, oracles=oracles, advanced=advanced)
 
 
 def _error(message: str) -> int:

@@ -12,7 +12,16 @@ import argparse
 import sys
 
 
+EXAMPLES = (
+    ("loomfuzz eval program.mlir", "what its exec rendering prints, without running anything"),
+    ("loomfuzz generate -n 20 | loomfuzz eval -", "the values of 20 programs, one after another"),
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    from harness.commands import with_examples
+
+    with_examples(parser, EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="programs in the canonical rendering (several per file separated by "
                              "'// -----' lines); - reads stdin")

@@ -14,6 +14,7 @@ from harness.commands import (
     add_grammar_arguments,
     add_oracle_arguments,
     add_target_arguments,
+    help_groups,
     settle_target_options,
     grammar_from_args,
     missing_rendering,
@@ -23,10 +24,11 @@ from harness.commands import (
     profile_from_args,
     target_for_grammar,
     whole_number,
+    with_examples,
 )
 from harness.fuzzing.options import FuzzOptions
 
-EPILOG = """\
+NOTES = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
 --self), run by this Python.  An empty corpus folder is seeded with programs
 covering every site variant.  Each finding leaves crash-<sha1> (the input:
@@ -37,10 +39,13 @@ artifacts folder.  Flags after `--` go to libFuzzer (e.g. -- -timeout=60
 stops at its first finding (libFuzzer's way); with --jobs N the workers keep
 going (-ignore_crashes=1) and their findings gather in the artifacts folder.
 The artifacts folder also gets stats.csv (the campaign's time series, one row
-every --stats-interval seconds and one at the end; `loomfuzz plot` draws it)
-and stats-workers.csv (each worker's own rows).  On a terminal a one-line
-status (elapsed, exec/s, corpus, edges, findings) replaces libFuzzer's
-progress lines; piped, the output passes unchanged plus plain status lines.
+every --stats-interval seconds and one at the end; `loomfuzz plot` draws it),
+stats-workers.csv (each worker's own rows) and fuzz.log (what libFuzzer and the
+workers print, appended to by every run).  On a terminal one status line
+(elapsed, exec/s, corpus, the folder's findings by kind, time left) is
+rewritten in place, with the first finding of each reason printed above it;
+piped, a plain status line every few seconds.  Running the same command again
+continues the campaign (the summary prints it when the campaign stops).
 
 Exit status: 0 no finding, 1 findings (or the target cannot be found),
 2 the fuzz target failed without a finding or the target refuses its pipeline
@@ -49,47 +54,59 @@ Exit status: 0 no finding, 1 findings (or the target cannot be found),
 stopped, findings being written are finished, the summary is printed.
 """
 
+EXAMPLES = (
+    ("loomfuzz fuzz --loom-opt ~/loom/build/bin/loom-raise-opt --corpus fuzz-corpus --time 3600 --jobs 2",
+     "an hour of two workers against your loom build; run it again to continue"),
+    ("loomfuzz fuzz --target mlir-opt --corpus mlir-corpus --runs 2000",
+     "upstream mlir-opt-22, no loom needed: 2,000 programs"),
+    ("loomfuzz fuzz --oracle differential --mlir-opt mlir-opt-19 --corpus wc-corpus --time 600",
+     "wrong code: each program executed before and after mlir-opt-19's pipeline"),
+)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
-    add_target_arguments(parser)
-    add_grammar_arguments(parser)
-    add_oracle_arguments(parser)
-    parser.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
-                        help="corpus folder, seeded when empty (default: corpus)")
-    parser.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
-                        help="findings folder (default: artifacts)")
-    parser.add_argument("--time", type=whole_number(1), metavar="S",
-                        help="stop after S seconds (-max_total_time)")
-    parser.add_argument("--runs", type=whole_number(1), metavar="N",
-                        help="stop after N executions (-atheris_runs; -runs with --jobs)")
-    parser.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
-                        help="N worker processes (libFuzzer fork mode, -fork=N)")
-    parser.add_argument("--seed", type=int, metavar="S", help="libFuzzer's random seed (-seed)")
-    parser.add_argument("--coverage", choices=("none", "afl"), default="none",
-                        help="afl: edge coverage from an AFL++-instrumented target (default none)")
-    parser.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
-                        help="structural feedback from the program's shape and the outcome; "
-                             "auto (default): on without --coverage, off with it")
-    parser.add_argument("--runner", choices=("process", "persistent"), default=None,
-                        help="process: one target process per program; persistent: one long-lived "
-                             "fork-server driver per worker (native/; for mlir-opt found as "
-                             "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
-                             "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
-                             "default: persistent where the target's driver is built (and no "
-                             "--coverage), else process; with --oracle differential: how programs "
-                             "are executed (persistent: in the driver's --exec mode)")
-    parser.add_argument("--restart-every", type=whole_number(1), metavar="N",
-                        help="with --runner persistent: retire the driver's worker after N programs "
-                             "(default 10000)")
-    parser.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
-                        help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
-    parser.add_argument("--self", dest="self_test", action="store_true",
-                        help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
-                             "instead of a target")
-    parser.add_argument("libfuzzer", nargs="*", metavar="-- LIBFUZZER_FLAG",
-                        help="flags for libFuzzer, after --")
+    parser.usage = ("loomfuzz fuzz [--loom-opt PATH | --target NAME] [--corpus DIR] [--artifacts DIR]\n"
+                    "                     [--time S] [--jobs N] [options] [-- LIBFUZZER_FLAG ...]")
+    with_examples(parser, EXAMPLES, NOTES)
+    what, where, how_long, oracles, advanced = help_groups(
+        parser, "what to fuzz", "where to write", "how long", "oracles", "advanced")
+    add_target_arguments(what, judging=oracles, limits=advanced)
+    add_grammar_arguments(what)
+    what.add_argument("--self", dest="self_test", action="store_true",
+                      help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
+                           "instead of a target")
+    where.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
+                       help="corpus folder, seeded when empty (default: corpus)")
+    where.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
+                       help="findings folder, with the campaign's fuzz.log and stats.csv (default: artifacts)")
+    how_long.add_argument("--time", type=whole_number(1), metavar="S",
+                          help="stop after S seconds (-max_total_time)")
+    how_long.add_argument("--runs", type=whole_number(1), metavar="N",
+                          help="stop after N executions (-atheris_runs; -runs with --jobs)")
+    how_long.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
+                          help="N worker processes (libFuzzer fork mode, -fork=N)")
+    add_oracle_arguments(oracles)
+    advanced.add_argument("--seed", type=int, metavar="S", help="libFuzzer's random seed (-seed)")
+    advanced.add_argument("--coverage", choices=("none", "afl"), default="none",
+                          help="afl: edge coverage from an AFL++-instrumented target (default none)")
+    advanced.add_argument("--grammar-features", choices=("auto", "on", "off"), default="auto",
+                          help="structural feedback from the program's shape and the outcome; "
+                               "auto (default): on without --coverage, off with it")
+    advanced.add_argument("--runner", choices=("process", "persistent"), default=None,
+                          help="process: one target process per program; persistent: one long-lived "
+                               "fork-server driver per worker (native/; for mlir-opt found as "
+                               "$LOOMFUZZ_MLIR_DRIVER or native/build/loomfuzz-mlir-driver, for loom-opt "
+                               "as $LOOMFUZZ_LOOM_DRIVER), findings confirmed in a fresh worker; "
+                               "default: persistent where the target's driver is built (and no "
+                               "--coverage), else process; with --oracle differential: how programs "
+                               "are executed (persistent: in the driver's --exec mode)")
+    advanced.add_argument("--restart-every", type=whole_number(1), metavar="N",
+                          help="with --runner persistent: retire the driver's worker after N programs "
+                               "(default 10000)")
+    advanced.add_argument("--stats-interval", type=positive_number, default=2.0, metavar="S",
+                          help="seconds between rows of ARTIFACTS/stats.csv and status updates (default 2)")
+    advanced.add_argument("libfuzzer", nargs="*", metavar="-- LIBFUZZER_FLAG",
+                          help="flags for libFuzzer, after --")
 
 
 def _error(message: str, status: int = 1) -> int:
@@ -229,6 +246,30 @@ def _prepare_corpus(corpus: Path, grammar) -> Optional[int]:
     return None
 
 
+def resume_command(argv) -> str:
+    """The command line that runs this campaign again (and so continues it), as the user can type it."""
+    import shutil
+
+    program = sys.argv[0] if sys.argv and sys.argv[0] else "loomfuzz"
+    if os.path.basename(program) == "loomfuzz":
+        found = shutil.which("loomfuzz")
+        if found and os.path.realpath(found) == os.path.realpath(program):
+            program = "loomfuzz"  # the one on PATH
+        head = [program]
+    else:  # python -m harness.cli
+        head = [sys.executable, "-m", "harness.cli"]
+    return shlex.join([*head, *argv])
+
+
+def _show_tail(result) -> None:
+    """A failed campaign: the fuzz target's last lines, from its log."""
+    if not result.tail:
+        return
+    print(f"loomfuzz fuzz: the last lines of the fuzz target's output ({result.log}):", file=sys.stderr)
+    for line in result.tail:
+        print(f"  | {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.campaign import run_campaign
     from harness.fuzzing.campaign_summary import format_summary
@@ -284,14 +325,18 @@ def run(args: argparse.Namespace) -> int:
         result = run_campaign(options, script)
     except OSError as error:
         return _error(f"cannot run {script}: {error.strerror or error}")
+    if result.failed:
+        _show_tail(result)
     sys.stderr.flush()
-    print(format_summary(options, result), flush=True)
+    argv = getattr(args, "argv", None)
+    print(format_summary(options, result, resume_command(argv if argv is not None else sys.argv[1:])),
+          flush=True)
     if result.interrupted:  # 128 + the signal that stopped it: 130 SIGINT, 143 SIGTERM, 129 SIGHUP
         return 128 + (result.stop_signal or 2)
     if result.finding_count:
         return 1
     # stopped at --time by loomfuzz: libFuzzer's interrupt status, not a failure
-    if result.orphans or (result.returncode != 0 and not result.deadline):
+    if result.failed:
         return _error(f"the fuzz target exited with status {result.returncode} without a finding "
-                      "(see its output above)", 2)
+                      f"(its last lines above; all of its output in {result.log})", 2)
     return 0

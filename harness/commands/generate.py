@@ -7,35 +7,45 @@ import os
 import sys
 from pathlib import Path
 
-from harness.commands import add_grammar_arguments, grammar_from_args, whole_number
+from harness.commands import add_grammar_arguments, grammar_from_args, help_groups, whole_number, with_examples
 
 DEFAULT_COUNT = 1000
+
+EXAMPLES = (
+    ("loomfuzz generate -n 1000 -o corpus --stats",
+     "1,000 programs, one .mlir file each, and each weighted choice's observed frequency"),
+    ("loomfuzz generate -n 50 --render oracle | mlir-opt-22 --allow-unregistered-dialect --split-input-file",
+     "50 programs as one stream, parsed by upstream mlir-opt-22"),
+    ("loomfuzz generate --profile wide -n 10 --seed 7 -o wide/", "the same 10 programs on any machine"),
+)
 _BATCH = 2000
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--count", type=whole_number(0), default=DEFAULT_COUNT,
+    with_examples(parser, EXAMPLES)
+    what, where, advanced = help_groups(parser, "what to generate", "where to write", "advanced")
+    what.add_argument("-n", "--count", type=whole_number(0), default=DEFAULT_COUNT,
                         help=f"how many programs (default {DEFAULT_COUNT})")
-    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same bytes (default 0)")
-    parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
+    what.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same bytes (default 0)")
+    advanced.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
                         help="fast (default) or fuzzingbook's ProbabilisticGrammarFuzzer on the same grammar")
-    parser.add_argument("--render", default="canonical", metavar="STYLE",
+    advanced.add_argument("--render", default="canonical", metavar="STYLE",
                         help="a rendering of the grammar: canonical (default; what loom-opt reads), "
                              "for the built-in grammars oracle (generic ops for upstream mlir-opt), or, "
                              "for any grammar in the P1-P24 contract, exec (a module in func/arith/scf/"
                              "memref/llvm whose main runs every thread and region on a table of inputs "
                              "and prints the results: mlir-runner-22 runs it)")
-    add_grammar_arguments(parser)
-    parser.add_argument("-o", "--output", default="-", metavar="DIR",
+    add_grammar_arguments(what)
+    where.add_argument("-o", "--output", default="-", metavar="DIR",
                         help="a folder for one file per program (the grammar's SUFFIX, default .mlir), or - for stdout separated by "
                              "'// -----' lines (default -)")
-    parser.add_argument("--stats", action="store_true",
+    where.add_argument("--stats", action="store_true",
                         help="print a table of every weighted choice's observed frequency next to its "
                              "probability, with a chi-square p-value per nonterminal")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+    where.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="draw every weighted choice's observed frequency against its expected "
                              "one into a PNG")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    advanced.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def file_name(index: int, count: int, suffix: str) -> str:

@@ -12,19 +12,23 @@ campaign/shard-K).  merge reads them all and writes OUT/summary.md and
 OUT/summary.json: what each shard did, which indices of each sweep are done
 over all shards, and the distinct findings, one per program (the same program
 found by two shards counts once).  The crash database and the report of all
-shards come from one triage over the same folders:
-
-  loomfuzz merge sweep/shard-* --out sweep/merged
-  loomfuzz triage --loom-opt PATH sweep/shard-* --out sweep/merged/triage
+shards come from one triage over the same folders (the second example).
 
 Exit status: 0 merged (every sweep complete), 1 merged but a sweep has indices
 not run yet, 2 a folder that is no shard.
 """
 
+EXAMPLES = (
+    ("loomfuzz merge sweep/shard-* --out sweep/merged", "one summary of a job array's shard folders"),
+    ("loomfuzz triage --loom-opt PATH sweep/shard-* --out sweep/merged/triage",
+     "the crash database and report of all shards"),
+)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
+    from harness.commands import with_examples
+
+    with_examples(parser, EXAMPLES, EPILOG)
     parser.add_argument("folders", nargs="+", type=Path, metavar="SHARD",
                         help="the shard folders (a sweep's or a campaign's --artifacts)")
     parser.add_argument("--out", type=Path, metavar="DIR",

@@ -14,14 +14,19 @@ second, corpus size, AFL++ edges (when any campaign ran with --coverage afl),
 grammar coverage (when recorded) and findings.  OUT/index.html shows the
 charts under a table of each campaign's last row.  A campaign that was killed
 still plots: every row written before the kill is kept.
-
-Example: loomfuzz plot afl=runs/afl/artifacts plain=runs/plain/artifacts -o plots/
 """
+
+EXAMPLES = (
+    ("loomfuzz plot artifacts -o plots/", "one campaign's charts: plots/index.html"),
+    ("loomfuzz plot afl=runs/afl/artifacts plain=runs/plain/artifacts -o plots/",
+     "two campaigns overlaid, named in the legend"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
+    from harness.commands import with_examples
+
+    with_examples(parser, EXAMPLES, EPILOG)
     parser.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",
                         help="artifacts folder or stats CSV file, optionally LABEL=PATH")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT",

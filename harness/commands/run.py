@@ -14,9 +14,11 @@ from harness.commands import (
     add_sweep_arguments,
     add_target_arguments,
     grammar_from_args,
+    help_groups,
     sweep_command,
     sweep_target,
     whole_number,
+    with_examples,
 )
 
 EPILOG = """\
@@ -60,20 +62,33 @@ pipeline or arguments, 130 interrupted.
 """
 
 
+EXAMPLES = (
+    ("loomfuzz run --target mlir-opt -n 100000 --jobs 2",
+     "a sweep of 100,000 generated programs through upstream mlir-opt-22, no loom needed"),
+    ("loomfuzz run --loom-opt ~/loom/build/bin/loom-raise-opt programs/ --artifacts run-found",
+     "the programs of a folder through your loom build; findings in run-found/"),
+    ("loomfuzz run --oracle differential --mlir-opt mlir-opt-19 --profile wide -n 5000",
+     "wrong code: each program executed before and after mlir-opt-19's pipeline"),
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
-    parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="program files (the grammar's SUFFIX, default .mlir), folders of them, or - (a '// -----' stream on stdin)")
-    parser.add_argument("-n", "--count", type=whole_number(1),
-                        help="with no INPUT: how many programs to generate (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")
-    parser.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
-                        help="with no INPUT: generator engine (default fast)")
-    add_target_arguments(parser)
-    add_grammar_arguments(parser)
-    add_sweep_arguments(parser)
-    parser.add_argument("--pass-effect", type=share, default=0.0, metavar="SHARE",
+    parser.usage = ("loomfuzz run [--loom-opt PATH | --target NAME] [-n N | INPUT ...]\n"
+                    "                    [--artifacts DIR] [--jobs N] [options]")
+    with_examples(parser, EXAMPLES, EPILOG)
+    what, where, how_much, oracles, advanced = help_groups(
+        parser, "what to run", "where to write", "how much", "oracles", "advanced")
+    what.add_argument("inputs", nargs="*", metavar="INPUT",
+                      help="program files (the grammar's SUFFIX, default .mlir), folders of them, or - (a '// -----' stream on stdin)")
+    add_target_arguments(what, judging=oracles, limits=advanced)
+    add_grammar_arguments(what)
+    how_much.add_argument("-n", "--count", type=whole_number(1),
+                          help="with no INPUT: how many programs to generate (default 1000)")
+    advanced.add_argument("--seed", type=int, default=0, help="with no INPUT: generator seed (default 0)")
+    advanced.add_argument("--engine", choices=("fast", "fuzzingbook"), default="fast",
+                          help="with no INPUT: generator engine (default fast)")
+    add_sweep_arguments(parser, where=where, how=how_much, oracles=oracles, advanced=advanced)
+    oracles.add_argument("--pass-effect", type=share, default=0.0, metavar="SHARE",
                         help="after the sweep, run this share of its programs through the target's passes "
                              "one at a time and print per pass how often it changed them and the operations "
                              "it folded, replaced, removed and added (pass-effect.json; default 0: off)")

@@ -29,14 +29,30 @@ from harness.commands import (
     add_runner_argument,
     add_target_arguments,
     grammar_from_args,
+    help_groups,
     probe_pipeline,
     target_for_grammar,
     target_from_args,
     whole_number,
+    with_examples,
 )
 
 ACTIONS = ("run", "list", "show", "mark", "report", "report-upstream")
 PROG = "loomfuzz triage"
+
+EXAMPLES = (
+    ("loomfuzz triage --loom-opt ~/loom/build/bin/loom-raise-opt --jobs 2 artifacts/",
+     "reproduce, bucket and minimize a campaign's findings; triage/report.md and a lit test per bucket"),
+    ("loomfuzz triage list", "the buckets in the database, with their status"),
+    ("loomfuzz triage show 2", "one bucket: its signature, members, minimized program"),
+)
+
+NOTES = (
+    "Inputs: files named here are always triaged (raw fuzz bytes, or .mlir text); folders are "
+    "scanned recursively for libFuzzer artifacts (crash-*, timeout-*, oom-*, leak-*, ...) and "
+    ".mlir files, skipping the .mlir/.json sidecars fuzz writes next to an artifact.  Inputs "
+    "already in the database are not run again; a run that was killed is resumed."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,44 +62,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "       loomfuzz triage report-upstream BUCKET [--db PATH] [--out DIR] [-o FILE]"
     )
     parser.description = "Reproduce, bucket, minimize and report fuzz findings."
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Inputs: files named here are always triaged (raw fuzz bytes, or .mlir text); folders are "
-        "scanned recursively for libFuzzer artifacts (crash-*, timeout-*, oom-*, leak-*, ...) and "
-        ".mlir files, skipping the .mlir/.json sidecars fuzz writes next to an artifact.  Inputs "
-        "already in the database are not run again; a run that was killed is resumed."
-    )
-    parser.add_argument("words", nargs="*", metavar="INPUT",
-                        help="fuzz artifacts, program files (.mlir, or the grammar's SUFFIX) or folders (or an action and its arguments)")
-    target_group = parser.add_argument_group("target (as for loomfuzz fuzz)")
-    add_target_arguments(target_group)
-    add_runner_argument(target_group)
-    add_oracle_arguments(target_group)
-    add_divergence_arguments(target_group)
-    add_grammar_arguments(parser.add_argument_group("grammar (as for loomfuzz fuzz)"))
-    triage = parser.add_argument_group("triage")
-    triage.add_argument("--db", metavar="PATH",
+    with_examples(parser, EXAMPLES, NOTES)
+    what, where, how_hard, oracles, advanced = help_groups(
+        parser, "what to triage", "where to write", "how hard", "oracles", "advanced")
+    what.add_argument("words", nargs="*", metavar="INPUT",
+                      help="fuzz artifacts, program files (.mlir, or the grammar's SUFFIX) or folders (or an action and its arguments)")
+    add_target_arguments(what, judging=oracles, limits=advanced)
+    add_grammar_arguments(what)
+    add_runner_argument(advanced)
+    add_oracle_arguments(oracles)
+    add_divergence_arguments(oracles)
+    where.add_argument("--db", metavar="PATH",
                         help="the triage database (default: triage.db beside the report, in --out)")
-    triage.add_argument("--out", default="triage", metavar="DIR",
+    where.add_argument("--out", default="triage", metavar="DIR",
                         help="where the reports go (default triage/)")
-    triage.add_argument("--jobs", "-j", type=whole_number(1), default=1, metavar="N",
+    how_hard.add_argument("--jobs", "-j", type=whole_number(1), default=1, metavar="N",
                         help="target runs in parallel (default 1)")
-    triage.add_argument("--repeat", type=whole_number(1), default=3, metavar="N",
+    how_hard.add_argument("--repeat", type=whole_number(1), default=3, metavar="N",
                         help="runs per input to tell always from flaky (default 3)")
-    triage.add_argument("--text-reduce", action="store_true",
+    how_hard.add_argument("--text-reduce", action="store_true",
                         help="also reduce each bucket's minimized text line by line (may leave the shape)")
-    triage.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
+    how_hard.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
                         help="minimization budget: candidates tested per bucket (default 400)")
-    triage.add_argument("--releases", default="auto", metavar="auto|none|PATH[,PATH...]",
+    oracles.add_argument("--releases", default="auto", metavar="auto|none|PATH[,PATH...]",
                         help="with --oracle differential: the builds each wrong-code bucket's minimized "
                              "program is judged on too, under the pipeline it was found with (auto, the "
                              "default: every mlir-opt-N on PATH and iree-opt where found; none: no other "
                              "build); the report says which it reproduces on")
-    triage.add_argument("-o", "--output", metavar="FILE",
-                        help="report-upstream: where the report goes (default: standard output)")
-    triage.add_argument("--no-progress", action="store_true",
+    where.add_argument("-o", "--output", metavar="FILE",
+                       help="report-upstream: where the report goes (default: standard output)")
+    advanced.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")
-    triage.add_argument("--no-batch", action="store_true",
+    advanced.add_argument("--no-batch", action="store_true",
                         help="with --runner batch: first runs one process each too (default: they share "
                              "processes where the target takes --split-input-file)")
 

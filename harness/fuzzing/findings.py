@@ -3,9 +3,12 @@
 A finding is ``crash-<sha1>`` (libFuzzer's input file) with the target's
 ``crash-<sha1>.mlir`` and ``.json`` sidecar beside it in the artifacts
 folder.  :class:`FindingCounter` counts the sidecars written since the campaign
-started (new ones, and those of findings found again) while it runs (the statistics' findings columns);
-:func:`collect_findings` gathers them at the end, and names the crash files
-without a sidecar: exceptions of the harness itself, not findings.
+started (new ones, and those of findings found again) while it runs (the statistics' findings columns),
+and the folder's findings (those of earlier runs too: what the live status shows); it hands
+each finding over once (:meth:`FindingCounter.take_new`), and :func:`reason_key` says which
+share a reason (the live status prints the first of each).  :func:`collect_findings` gathers
+this run's at the end, and names the crash files without a sidecar: exceptions of the
+harness itself, not findings; :func:`folder_findings` gathers all of the folder's.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Optional
 
-__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "programs_beside", "sidecars",
-           "written_since"]
+__all__ = ["FindingCounter", "collect_findings", "crash_files", "finding_kind", "finding_reason",
+           "folder_findings", "programs_beside", "reason_key", "sidecars", "written_since"]
 
 
 def programs_beside(folder: Path) -> dict[str, str]:
@@ -37,6 +40,25 @@ def programs_beside(folder: Path) -> dict[str, str]:
 def finding_kind(record: Mapping) -> str:
     """A finding's kind from its sidecar (harness.run.outcome.FINDING_KINDS)."""
     return str(record.get("finding_kind") or record.get("outcome") or "unknown")
+
+
+def finding_reason(record: Mapping) -> str:
+    """What a finding's sidecar says it is (``crash: LLVM ERROR: ...``)."""
+    return str(record.get("why") or record.get("reason") or finding_kind(record))
+
+
+def reason_key(record: Mapping) -> str:
+    """Findings with one reason share this key: numbers (addresses, sizes, values) do not count."""
+    return re.sub(r"\b(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)\b", "#", finding_reason(record))
+
+
+def _read_record(path: Path) -> Optional[dict]:
+    """A finding's sidecar record; None when it is not one (or not whole yet)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "outcome" in record else None
 
 
 def sidecars(artifacts: Path) -> dict[str, int]:
@@ -68,26 +90,43 @@ def crash_files(artifacts: Path) -> set[str]:
     }
 
 
-class FindingCounter:
-    """Findings by kind from the sidecars new since the campaign started (each read once)."""
+def _by_kind(kinds) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
-    def __init__(self, artifacts: Path, before: Mapping[str, int]) -> None:
+
+class FindingCounter:
+    """The findings of a campaign's folder while it runs: those written since it started (each
+    sidecar read once) and those it held before (``earlier``: sidecar name -> record)."""
+
+    def __init__(self, artifacts: Path, before: Mapping[str, int],
+                 earlier: Optional[Mapping[str, Mapping]] = None) -> None:
         self.artifacts = artifacts
         self.before = before
-        self.kinds: dict[str, str] = {}  # sidecar name -> kind
+        self.kinds: dict[str, str] = {}  # sidecar name -> kind, written in this run
+        self.earlier = {name: finding_kind(record) for name, record in (earlier or {}).items()}
+        self._new: list[tuple[str, dict]] = []  # read, not yet taken
 
     def counts(self) -> dict[str, int]:
+        """This run's findings by kind (found again included: the sidecar was written again)."""
         for name in sorted(written_since(self.artifacts, self.before) - set(self.kinds)):
-            try:
-                record = json.loads((self.artifacts / name).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue  # still being written: read at the next sample
-            if isinstance(record, dict) and "outcome" in record:
+            record = _read_record(self.artifacts / name)
+            if record is not None:  # else still being written: read at the next sample
                 self.kinds[name] = finding_kind(record)
-        counts: dict[str, int] = {}
-        for kind in self.kinds.values():
-            counts[kind] = counts.get(kind, 0) + 1
-        return counts
+                self._new.append((name, record))
+        return _by_kind(self.kinds.values())
+
+    def folder_counts(self) -> dict[str, int]:
+        """The folder's findings by kind (earlier runs' and this run's, each once), as of the last
+        :meth:`counts`."""
+        return _by_kind({**self.earlier, **self.kinds}.values())
+
+    def take_new(self) -> list[tuple[str, dict]]:
+        """The findings read since the last call (sidecar name, record), each handed over once."""
+        taken, self._new = self._new, []
+        return taken
 
 
 def collect_findings(artifacts: Path, sidecars_before: Mapping[str, int],
@@ -97,13 +136,19 @@ def collect_findings(artifacts: Path, sidecars_before: Mapping[str, int],
     findings: dict[str, list[dict]] = {}
     new_sidecars = sorted(written_since(artifacts, sidecars_before))
     for name in new_sidecars:
-        try:
-            record = json.loads((artifacts / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(record, dict) or "outcome" not in record:
-            continue
-        findings.setdefault(finding_kind(record), []).append(record)
+        record = _read_record(artifacts / name)
+        if record is not None:
+            findings.setdefault(finding_kind(record), []).append(record)
     stems = {name[: -len(".json")] for name in new_sidecars}
     orphans = sorted(n for n in crash_files(artifacts) - crashes_before if n not in stems)
     return findings, orphans
+
+
+def folder_findings(artifacts: Path) -> dict[str, dict]:
+    """Every finding the folder holds: sidecar name -> record (whatever run wrote it)."""
+    out = {}
+    for name in sorted(sidecars(artifacts)):
+        record = _read_record(artifacts / name)
+        if record is not None:
+            out[name] = record
+    return out
