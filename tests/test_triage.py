@@ -488,6 +488,15 @@ def test_reports(triaged):
         for name in ("minimized.mlir", "regression.mlir", "stderr.txt"):
             assert (out / f"bucket-{b['id']}" / name).is_file()
     assert triaged["elapsed"] < 60
+    # how often the inputs ran, as the members' runs say (issue 46: "each input run 3 times" above
+    # members showing 1/1): counted here from report.json's members, not from the report's own table
+    spread: dict[int, int] = {}
+    for member in [m for b in report["buckets"] for m in b["inputs"]] + report["not_reproducing"]:
+        spread[member["attempts"]] = spread.get(member["attempts"], 0) + 1
+    assert spread.get(1, 0) > 0 and report["run"]["runs_per_input"] == {str(k): v for k, v in spread.items()}
+    said = ", ".join(f"{v} input(s) {k} time{'s' if k != 1 else ''}" for k, v in sorted(spread.items()))
+    assert f"Inputs run once, again (up to 3 times, --repeat) only when the first run leaves doubt" in md
+    assert said in md and "each input run 3 times" not in md
 
 
 def test_triage_twice_adds_no_bucket_and_no_member(triaged, fake_loom_opt):

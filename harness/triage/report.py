@@ -47,7 +47,8 @@ leaves half a report.  A crash bucket's regression test is made by
         "target": {"name": "loom-opt", "argv": ["/path/loom-opt", "--loom-lower-for-to-graph"],
                    "render": "canonical", "timeout": 10.0, "memory_mb": 4096,
                    "expectations": "builtin:loom-opt"},
-        "repeat": 3
+        "repeat": 3,                              // --repeat: the most runs of an input
+        "runs_per_input": {"1": 380, "3": 20}     // inputs this run judged, by their runs
       },
       "totals": {"buckets": 4, "bugs": 2,         // bugs: buckets that are no duplicate
                  "members": 412, "reproducing": 40, "flaky": 5,
@@ -190,6 +191,9 @@ def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict
                       "new_buckets", "repeat")
         }
         run_json["target"] = json.loads(run["target"]) if run["target"] else None
+        # how many times the inputs this run judged were run (not --repeat: most run once)
+        run_json["runs_per_input"] = {str(attempts): inputs for attempts, inputs in db.conn.execute(
+            "SELECT attempts, COUNT(*) FROM members WHERE run_id = ? GROUP BY attempts ORDER BY attempts", (run["id"],))}
     buckets = []
     rows = db.buckets()
     primary = {b["id"]: db.primary_of(b["id"]) for b in rows}
