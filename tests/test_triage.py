@@ -477,6 +477,30 @@ def test_regression_tests_reproduce_the_crash_for_real(triaged, fake_loom_opt, t
             run_lit_test(copy, fake_loom_opt)
 
 
+def test_each_crash_bucket_runs_as_written_under_the_virtualenvs_lit(triaged, fake_loom_opt, tmp_path):
+    """Issue 46, item 7: `lit bucket-N` with the venv's lit, no PATH change (neither the stand-in's
+    folder nor LLVM's `not`/`FileCheck` on it): passes while the bug is there, fails once fixed."""
+    import shutil
+
+    lit = shutil.which("lit", path=str(Path(sys.executable).parent))
+    assert lit, "lit is installed in the virtualenv (pyproject's test extra)"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    assert shutil.which("FileCheck", path=env["PATH"]) is None and shutil.which("not", path=env["PATH"]) is None
+    assert shutil.which("fake-loom-opt", path=env["PATH"]) is None
+    for b in triaged["report"]["buckets"]:
+        folder = triaged["out"] / f"bucket-{b['id']}"
+        assert (folder / "lit.cfg.py").is_file()
+        copy = tmp_path / folder.name  # as it is: lit writes its Output/ beside the test
+        shutil.copytree(folder, copy)
+        passing = subprocess.run([lit, "-v", str(copy)], capture_output=True, text=True, env=env, timeout=120)
+        assert passing.returncode == 0 and "PASS: loomfuzz bucket" in passing.stdout, passing.stdout + passing.stderr
+        assert "Total Discovered Tests: 1" in passing.stdout  # regression.mlir, not minimized.mlir
+        test = copy / "regression.mlir"
+        test.write_text(test.read_text().replace("--plant=assert,segv,fatal", "--plant=none"))
+        failing = subprocess.run([lit, "-v", str(copy)], capture_output=True, text=True, env=env, timeout=120)
+        assert failing.returncode == 1 and "FAIL: loomfuzz bucket" in failing.stdout, failing.stdout
+
+
 def test_reports(triaged):
     out, report = triaged["out"], triaged["report"]
     assert report["schema"] == "loom-fuzz-triage-report/1"
