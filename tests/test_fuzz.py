@@ -133,8 +133,8 @@ def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
     assert re.search(r"\d+\.\d/s", result.stdout)
     assert "findings:    none" in result.stdout
     assert "  grammar coverage: k=1 17/17, k=2 36/36\n" in result.stdout  # the seeds cover every pair
-    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding; the folder's build and command
+        ".loomfuzz-folder.json", "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
     assert "loom-fuzz summary: 250 executions" in result.stderr  # the target's line, for people
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")  # ... and its record, for loomfuzz
     assert record.executions == 250 and record.findings == {}
@@ -172,8 +172,8 @@ def test_self_fuzz_finds_nothing(tmp_path, samples):
     assert "grammar_fuzzer.py" in result.stderr
     assert executions(result.stdout) == runs
     assert crash_files(artifacts) == []
-    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding; the folder's build and command
+        ".loomfuzz-folder.json", "fuzz-options.json", "fuzz-summary.jsonl", "stats-workers.csv", "stats.csv"]
     assert "findings:    none" in result.stdout
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")
     assert record.executions == runs and record.programs_checked > 0

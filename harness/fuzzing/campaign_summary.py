@@ -128,6 +128,8 @@ def _throughput_lines(options: FuzzOptions, result: CampaignResult) -> list[str]
 def format_summary(options: FuzzOptions, result: CampaignResult) -> str:
     """The summary printed at the end of ``loomfuzz fuzz``."""
     lines = ["loomfuzz fuzz: summary"]
+    if options.build:  # the build, and the family it was judged as and why
+        lines.append(f"  target:      {options.build}")
     if result.executions is None:
         lines.append(f"  executions:  unknown (the run took {result.seconds:.1f} s)")
     else:
