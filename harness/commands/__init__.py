@@ -180,6 +180,8 @@ def target_for_grammar(args: argparse.Namespace, grammar):
         raise TargetError(
             f"--target {args.target}: cannot tell which family {target.argv[0]} is ({target.family_reason}): "
             f"pass --loom-opt {args.target} for a loom build, or --family loom-opt|mlir-opt|other")
+    if target.family_unknown:  # a grammar of one's own (no contract): its tool is one's own too
+        target = replace(target, family_reason="a tool of its own: the grammar has no contract")
     missing = missing_rendering(target, grammar)
     if missing:
         raise GrammarError(missing)

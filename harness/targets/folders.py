@@ -140,4 +140,7 @@ def claim_folder(folder: Path, option: str, key: str, binary: str, command: str,
         return
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"build": key, "binary": os.path.realpath(binary), "command": command}, indent=2)
-    (folder / STAMP).write_text(text + "\n", encoding="utf-8")
+    # whole or absent, also when the shards of one sweep share the folder and start at once
+    partial = folder / f"{STAMP}.{os.getpid()}.partial"
+    partial.write_text(text + "\n", encoding="utf-8")
+    os.replace(partial, folder / STAMP)
