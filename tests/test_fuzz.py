@@ -204,7 +204,7 @@ def test_missing_loom_opt_is_one_line_before_atheris(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("loomfuzz fuzz: error: ")
     assert "--loom-opt PATH" in lines[0] and "LOOM_OPT" in lines[0]
-    assert not (tmp_path / "corpus").exists()  # nothing started
+    assert not (tmp_path / "corpus").exists() and not (tmp_path / "artifacts").exists()  # nothing started
 
     result = loomfuzz("fuzz", "--loom-opt", tmp_path / "nope", "--runs", 5, cwd=tmp_path, env=env)
     assert result.returncode == 1
