@@ -140,8 +140,9 @@ def test_mlir_opt_campaign_grows_the_corpus_without_finding(mlir_opt, tmp_path):
     assert re.search(r"\d+\.\d/s", result.stdout)
     assert "findings:    none" in result.stdout
     assert "  grammar coverage: k=1 17/17, k=2 36/36\n" in result.stdout  # the seeds cover every pair
-    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv", "stats.csv"]
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding; the folder's build and command
+        ".loomfuzz-folder.json", "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv",
+        "stats.csv"]
     assert "loom-fuzz summary: 250 executions" in fuzz_log(artifacts)  # the target's line, for people
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")  # ... and its record, for loomfuzz
     assert record.executions == 250 and record.findings == {}
@@ -179,8 +180,9 @@ def test_self_fuzz_finds_nothing(tmp_path, samples):
     assert "grammar_fuzzer.py" in fuzz_log(artifacts)
     assert executions(result.stdout) == runs
     assert crash_files(artifacts) == []
-    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding
-        "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv", "stats.csv"]
+    assert sorted(p.name for p in artifacts.iterdir()) == [  # no finding; the folder's build and command
+        ".loomfuzz-folder.json", "fuzz-options.json", "fuzz-summary.jsonl", "fuzz.log", "stats-workers.csv",
+        "stats.csv"]
     assert "findings:    none" in result.stdout
     [record] = read_summaries(artifacts / "fuzz-summary.jsonl")
     assert record.executions == runs and record.programs_checked > 0
@@ -211,7 +213,7 @@ def test_missing_loom_opt_is_one_line_before_atheris(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("loomfuzz fuzz: error: ")
     assert "--loom-opt PATH" in lines[0] and "LOOM_OPT" in lines[0]
-    assert not (tmp_path / "corpus").exists()  # nothing started
+    assert not (tmp_path / "corpus").exists() and not (tmp_path / "artifacts").exists()  # nothing started
 
     result = loomfuzz("fuzz", "--loom-opt", tmp_path / "nope", "--runs", 5, cwd=tmp_path, env=env)
     assert result.returncode == 1

@@ -63,6 +63,7 @@ def everything_set(tmp_path: Path) -> FuzzOptions:
     """Options with every field away from its default."""
     return FuzzOptions(
         grammar=tmp_path / "g.py", profile="break:P3", target="mlir-opt", binary="/usr/bin/true",
+        family="mlir-opt", build="true (no LLVM version, /usr/bin/true) as mlir-opt (--family mlir-opt)",
         pass_args=("--a", "--b=c d"), pipeline="builtin.module(cse)", expectations=tmp_path / "e.json",
         timeout=2.5, memory_mb=0, runner=RunnerKind.PERSISTENT, restart_every=7,
         coverage=CoverageKind.AFL, grammar_features=FeatureMode.ON, oracle=OracleKind.DIFFERENTIAL,
@@ -149,7 +150,8 @@ def test_a_campaign_writes_its_options_once_and_reads_the_workers_records(fake_l
 
     # the file is the value the command builds from these arguments
     written = read_options(artifacts / "fuzz-options.json")
-    built = options_from_args(_parser("fuzz").parse_args(argv), binary=fake_loom_opt)
+    built = options_from_args(_parser("fuzz").parse_args(argv), binary=fake_loom_opt,
+                              build=f"fake-loom-opt (no LLVM version, {fake_loom_opt}) as loom-opt (--loom-opt)")
     assert written == built
     assert written.summary == artifacts / "fuzz-summary.jsonl" and written.stats.interval == 0.05
     # the target's command line names the file and nothing else of ours

@@ -108,7 +108,8 @@ def test_mlir_19s_crash_is_found_by_every_runner(mlir19_programs, tmp_path, runn
 def test_fuzz_runs_mlir_19_through_its_own_driver(tmp_path):
     done = loomfuzz("fuzz", "--target", "mlir-opt-19", "--pipeline", RDV, "--profile", "wide",
                     "--runner", "persistent", "--runs", "200", "--seed", "3", cwd=tmp_path)
-    records = [json.loads(p.read_text()) for p in (tmp_path / "artifacts").glob("crash-*.json")]
+    # the default folder names the build and the command (issue 46)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "artifacts" / "mlir-opt-19" / "fuzz").glob("crash-*.json")]
     assert records, done.stderr[-2000:]
     for record in records:
         assert record["target"]["build"]["version"].startswith("19.")

@@ -373,7 +373,7 @@ def test_database_records_are_idempotent(tmp_path):
     run2, resumed = db.begin_run({"argv": ["x"]}, 3)
     assert run2 != run and not resumed
     db.record_sighting(run2, m1, [("p", "x")])
-    assert db.bucket(b1)["status"] == "known"
+    assert db.bucket(b1)["status"] == "new"  # seen again is no mark: only a user sets known
     db.mark(b1, "fixed")
     assert db.bucket(b1)["status"] == "fixed"
     db.close()
@@ -477,6 +477,30 @@ def test_regression_tests_reproduce_the_crash_for_real(triaged, fake_loom_opt, t
             run_lit_test(copy, fake_loom_opt)
 
 
+def test_each_crash_bucket_runs_as_written_under_the_virtualenvs_lit(triaged, fake_loom_opt, tmp_path):
+    """Issue 46, item 7: `lit bucket-N` with the venv's lit, no PATH change (neither the stand-in's
+    folder nor LLVM's `not`/`FileCheck` on it): passes while the bug is there, fails once fixed."""
+    import shutil
+
+    lit = shutil.which("lit", path=str(Path(sys.executable).parent))
+    assert lit, "lit is installed in the virtualenv (pyproject's test extra)"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    assert shutil.which("FileCheck", path=env["PATH"]) is None and shutil.which("not", path=env["PATH"]) is None
+    assert shutil.which("fake-loom-opt", path=env["PATH"]) is None
+    for b in triaged["report"]["buckets"]:
+        folder = triaged["out"] / f"bucket-{b['id']}"
+        assert (folder / "lit.cfg.py").is_file()
+        copy = tmp_path / folder.name  # as it is: lit writes its Output/ beside the test
+        shutil.copytree(folder, copy)
+        passing = subprocess.run([lit, "-v", str(copy)], capture_output=True, text=True, env=env, timeout=120)
+        assert passing.returncode == 0 and "PASS: loomfuzz bucket" in passing.stdout, passing.stdout + passing.stderr
+        assert "Total Discovered Tests: 1" in passing.stdout  # regression.mlir, not minimized.mlir
+        test = copy / "regression.mlir"
+        test.write_text(test.read_text().replace("--plant=assert,segv,fatal", "--plant=none"))
+        failing = subprocess.run([lit, "-v", str(copy)], capture_output=True, text=True, env=env, timeout=120)
+        assert failing.returncode == 1 and "FAIL: loomfuzz bucket" in failing.stdout, failing.stdout
+
+
 def test_reports(triaged):
     out, report = triaged["out"], triaged["report"]
     assert report["schema"] == "loom-fuzz-triage-report/1"
@@ -488,6 +512,15 @@ def test_reports(triaged):
         for name in ("minimized.mlir", "regression.mlir", "stderr.txt"):
             assert (out / f"bucket-{b['id']}" / name).is_file()
     assert triaged["elapsed"] < 60
+    # how often the inputs ran, as the members' runs say (issue 46: "each input run 3 times" above
+    # members showing 1/1): counted here from report.json's members, not from the report's own table
+    spread: dict[int, int] = {}
+    for member in [m for b in report["buckets"] for m in b["inputs"]] + report["not_reproducing"]:
+        spread[member["attempts"]] = spread.get(member["attempts"], 0) + 1
+    assert spread.get(1, 0) > 0 and report["run"]["runs_per_input"] == {str(k): v for k, v in spread.items()}
+    said = ", ".join(f"{v} input(s) {k} time{'s' if k != 1 else ''}" for k, v in sorted(spread.items()))
+    assert f"Inputs run once, again (up to 3 times, --repeat) only when the first run leaves doubt" in md
+    assert said in md and "each input run 3 times" not in md
 
 
 def test_triage_twice_adds_no_bucket_and_no_member(triaged, fake_loom_opt):
@@ -503,11 +536,9 @@ def test_triage_twice_adds_no_bucket_and_no_member(triaged, fake_loom_opt):
         assert db.counts()["runs"] == 2
     assert after["members"] == before["members"] and after["files"] == before["files"]
     assert set(after["buckets"]) == set(before["buckets"])
-    for key, bucket in after["buckets"].items():
-        assert bucket["status"] == "known"
-        assert {**bucket, "status": "new"} == before["buckets"][key]
+    assert after["buckets"] == before["buckets"]  # statuses included: triage marks nothing known
     report = json.loads((triaged["out"] / "report.json").read_text())
-    assert all(b["status"] == "known" for b in report["buckets"])
+    assert all(b["status"] == "new" for b in report["buckets"])
 
 
 def _members(db_path: Path) -> tuple[int, str | None]:

@@ -91,6 +91,11 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None, *, judgin
     parser.add_argument("--loom-opt", metavar="PATH",
                         help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
                              "loom-raise-opt on PATH)")
+    parser.add_argument("--family", choices=("loom-opt", "mlir-opt", "other"), default=None,
+                        help="with --target NAME|PATH: judge the build as loom-opt (loom's pass and "
+                             "expectations), mlir-opt (upstream's) or other (a tool of your own: any "
+                             "clean exit is fine); default: what its --help says (it lists "
+                             "--loom-lower-for-to-graph or --pass-pipeline), else you are asked")
     parser.add_argument("--pass-args", metavar='"ARGS"',
                         help="the target's arguments, one shell-quoted string; write "
                              "--pass-args='--flag ...' with '=' (default: --loom-lower-for-to-graph; "
@@ -194,6 +199,14 @@ def target_for_grammar(args: argparse.Namespace, grammar):
     from harness.core.compiled import GrammarError
 
     target = target_from_args(args)
+    if target.family_unknown and grammar.meta.get("CONTRACT") is not None:
+        # loom's programs through a build whose family nothing told: never guess (issue 46:
+        # a loom build run without its pass and its expectations, 51 false findings in 300)
+        raise TargetError(
+            f"--target {args.target}: cannot tell which family {target.argv[0]} is ({target.family_reason}): "
+            f"pass --loom-opt {args.target} for a loom build, or --family loom-opt|mlir-opt|other")
+    if target.family_unknown:  # a grammar of one's own (no contract): its tool is one's own too
+        target = replace(target, family_reason="a tool of its own: the grammar has no contract")
     missing = missing_rendering(target, grammar)
     if missing:
         raise GrammarError(missing)
@@ -279,12 +292,42 @@ class TargetError(Exception):
     """The target options do not name a usable target (one line for the user)."""
 
 
+def claim_results_folder(args: argparse.Namespace, option: str, key: str, binary: str,
+                         command: str, *, write: bool = True) -> int | None:
+    """``args.<option>`` (``artifacts``, ``out``) defaults to ``artifacts/<build>/<command>``
+    (harness.targets.folders) and is claimed for that build and command: a folder holding
+    another build's or another command's results is one line, exit status 2 (returned).
+    ``write=False``: the check alone, nothing created (before the target's probe)."""
+    import sys
+    from pathlib import Path
+
+    from harness.targets.folders import FolderConflict, claim_folder, default_folder
+
+    given = getattr(args, option, None)
+    folder = Path(given) if given is not None else default_folder(key, command)
+    try:
+        claim_folder(folder, f"--{option}", key, binary, command, write=write)
+    except FolderConflict as conflict:
+        print(f"loomfuzz {command}: error: {conflict}", file=sys.stderr)
+        return 2
+    except OSError as failure:
+        print(f"loomfuzz {command}: error: cannot create {folder}: {failure.strerror or failure}",
+              file=sys.stderr)
+        return 1
+    setattr(args, option, type(given)(folder) if given is not None else folder)
+    return None
+
+
 def target_from_args(args: argparse.Namespace):
     """The runner's Target for the options of :func:`add_target_arguments`."""
     from harness.targets.expectations import ExpectationsError
     from harness.targets.target import resolve_target, TargetNotFound
 
     settle_target_options(args)  # idempotent (harness.cli settled them already)
+    family = getattr(args, "family", None)
+    if family is not None and args.target in ("loom-opt", "mlir-opt") and family != args.target:
+        raise TargetError(f"--family {family} goes with --target NAME|PATH (a build named by name or "
+                          f"path), not --target {args.target}")
     try:
         pass_args = shlex.split(args.pass_args) if args.pass_args is not None else None
     except ValueError as error:
@@ -298,6 +341,7 @@ def target_from_args(args: argparse.Namespace):
             timeout=args.timeout,
             memory_mb=args.memory_mb or None,
             expectations_path=args.expectations,
+            family=family if args.target not in ("loom-opt", "mlir-opt") else None,
         )
     except (TargetNotFound, ExpectationsError) as error:
         raise TargetError(str(error)) from None
@@ -323,9 +367,11 @@ def add_runner_argument(parser) -> None:
 def add_sweep_arguments(parser, *, where=None, how=None, oracles=None, advanced=None) -> None:
     """How a sweep runs (``run``, ``enumerate --run``): findings folder (in ``where``), workers
     and shards (``how``), oracles (``oracles``), runner (``advanced``), each group when given."""
-    (where or parser).add_argument("--artifacts", default="artifacts", metavar="DIR",
+    (where or parser).add_argument("--artifacts", default=None, metavar="DIR",
                                    help="findings (crash-<sha1 of the program>.mlir/.json) and the sweep's "
-                                        "journal (default: artifacts)")
+                                        "journal (default: artifacts/BUILD/COMMAND, e.g. "
+                                        "artifacts/mlir-opt-19/run; a folder holding another build's or "
+                                        "command's results is refused)")
     how = how or parser
     how.add_argument("--jobs", type=whole_number(1), default=1, metavar="N",
                      help="workers at once: drivers, batches or processes (default 1)")
@@ -496,12 +542,20 @@ def sweep_command(args: argparse.Namespace, target, count: int, program_at, *, s
             source += f" reference={divergence[1].reference} compare={divergence[1].compare}"
         choice = OracleChoice(differential=settings, divergence=divergence[1] if divergence else None,
                               expectations=expectations)
+        # the results folder before anything runs: another build's or command's is refused
+        key, binary = target.key, target.argv[0]
+        status = claim_results_folder(args, "artifacts", key, binary, command, write=False)
+        if status is not None:
+            return status
         runner = oracle_runner_from_args(args, target, choice)
         target = runner.target
     except (TargetError, TargetNotFound, ExpectationsError) as failure:
         return error(str(failure))
     try:
         with runner:
+            status = claim_results_folder(args, "artifacts", key, binary, command)  # probed: stamp it
+            if status is not None:
+                return status
             result = run_sweep(count, program_at, runner, args.artifacts, source=source, suffix=suffix,
                                start=start, shard=shard, progress=not args.no_progress, origin_of=origin_of,
                                label=command)

@@ -11,6 +11,7 @@ from typing import Optional
 
 from harness.commands import (
     TargetError,
+    claim_results_folder,
     add_grammar_arguments,
     add_oracle_arguments,
     add_target_arguments,
@@ -27,6 +28,7 @@ from harness.commands import (
     with_examples,
 )
 from harness.fuzzing.options import FuzzOptions
+from harness.targets.folders import default_folder
 
 NOTES = """\
 The fuzz target is fuzz_targets/loom_opt_fuzzer.py (grammar_fuzzer.py with
@@ -75,10 +77,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--self", dest="self_test", action="store_true",
                       help="fuzz loom-fuzz's own grammar code (fuzz_targets/grammar_fuzzer.py) "
                            "instead of a target")
-    where.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
-                       help="corpus folder, seeded when empty (default: corpus)")
-    where.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
-                       help="findings folder, with the campaign's fuzz.log and stats.csv (default: artifacts)")
+    where.add_argument("--corpus", type=Path, default=None, metavar="DIR",
+                       help="corpus folder, seeded when empty (default: artifacts/BUILD/corpus; never "
+                            "the corpus/ of .mlir files `generate -o corpus` writes)")
+    where.add_argument("--artifacts", type=Path, default=None, metavar="DIR",
+                       help="findings folder, with the campaign's fuzz.log and stats.csv (default: "
+                            "artifacts/BUILD/fuzz, e.g. artifacts/mlir-opt-22/fuzz; a folder holding "
+                            "another build's or command's results is refused)")
     how_long.add_argument("--time", type=whole_number(1), metavar="S",
                           help="stop after S seconds (-max_total_time)")
     how_long.add_argument("--runs", type=whole_number(1), metavar="N",
@@ -122,7 +127,8 @@ def _note(message: str) -> None:
     print(f"loomfuzz fuzz: {message}", file=sys.stderr)
 
 
-def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None) -> FuzzOptions:
+def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None,
+                      build: Optional[str] = None) -> FuzzOptions:
     """The campaign's one options value: every path absolute (the fuzz target
     runs elsewhere), the summary and statistics files in the artifacts folder."""
     from harness.fuzzing.options import (
@@ -147,6 +153,8 @@ def options_from_args(args: argparse.Namespace, *, binary: Optional[str] = None)
         profile=profile_from_args(args),
         target=args.target,
         binary=binary,
+        family=getattr(args, "family", None),
+        build=build,
         pass_args=tuple(shlex.split(args.pass_args)) if own_target else None,
         pipeline=args.pipeline,
         expectations=Path(args.expectations).resolve() if args.expectations else None,
@@ -270,6 +278,20 @@ def _show_tail(result) -> None:
         print(f"  | {line}", file=sys.stderr)
 
 
+def _build_of(args: argparse.Namespace, target) -> tuple[str, str]:
+    """(build key, binary) of the campaign: the target's, the differential oracle's optimizer,
+    or loom-fuzz itself for --self."""
+    if target is not None:
+        return target.key, target.argv[0]
+    if args.self_test:
+        return "self", sys.executable
+    from harness.targets.folders import build_key
+    from harness.targets.identity import which
+
+    optimizer = which(args.mlir_opt) or args.mlir_opt
+    return build_key("mlir-opt", optimizer), optimizer
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.fuzzing.campaign import run_campaign
     from harness.fuzzing.campaign_summary import format_summary
@@ -302,14 +324,20 @@ def run(args: argparse.Namespace) -> int:
     except CampaignError as error:
         return _error(str(error))
 
+    # the folders are the build's and the command's own (harness.targets.folders)
+    key, binary = _build_of(args, target)
+    if args.corpus is None:
+        args.corpus = default_folder(key, "corpus")
     corpus: Path = args.corpus
     if corpus.exists() and not corpus.is_dir():
         return _error(f"--corpus {corpus} is not a folder")
-    if args.artifacts.exists() and not args.artifacts.is_dir():
+    if args.artifacts is not None and args.artifacts.exists() and not args.artifacts.is_dir():
         return _error(f"--artifacts {args.artifacts} is not a folder")
+    status = claim_results_folder(args, "artifacts", key, binary, "fuzz")
+    if status is not None:
+        return status
     try:
         corpus.mkdir(parents=True, exist_ok=True)
-        args.artifacts.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         return _error(f"cannot create {error.filename}: {error.strerror}")
 
@@ -320,7 +348,8 @@ def run(args: argparse.Namespace) -> int:
     status = _prepare_corpus(corpus, grammar)
     if status is not None:
         return status
-    options = options_from_args(args, binary=target.argv[0] if target is not None else None)
+    options = options_from_args(args, binary=target.argv[0] if target is not None else None,
+                                build=target.describe() if target is not None else None)
     try:
         result = run_campaign(options, script)
     except OSError as error:

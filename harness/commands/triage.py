@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness.commands import (
     TargetError,
+    claim_results_folder,
     add_divergence_arguments,
     add_grammar_arguments,
     add_oracle_arguments,
@@ -37,8 +38,11 @@ from harness.commands import (
     with_examples,
 )
 
+from harness.targets.folders import ARTIFACTS_ROOT
+
 ACTIONS = ("run", "list", "show", "mark", "report", "report-upstream")
 PROG = "loomfuzz triage"
+DB_NAME = "triage.db"
 
 EXAMPLES = (
     ("loomfuzz triage --loom-opt ~/loom/build/bin/loom-raise-opt --jobs 2 artifacts/",
@@ -74,8 +78,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_divergence_arguments(oracles)
     where.add_argument("--db", metavar="PATH",
                         help="the triage database (default: triage.db beside the report, in --out)")
-    where.add_argument("--out", default="triage", metavar="DIR",
-                        help="where the reports go (default triage/)")
+    where.add_argument("--out", default=None, metavar="DIR",
+                       help="where the reports go (default: artifacts/BUILD/triage, e.g. "
+                            "artifacts/mlir-opt-19/triage; list, show, mark and report: the one "
+                            "artifacts/*/triage there is)")
     how_hard.add_argument("--jobs", "-j", type=whole_number(1), default=1, metavar="N",
                         help="target runs in parallel (default 1)")
     how_hard.add_argument("--repeat", type=whole_number(1), default=3, metavar="N",
@@ -104,8 +110,6 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.db is None:
-        args.db = str(Path(args.out) / "triage.db")
     words = list(args.words)
     action = "run"
     if words and words[0] in ACTIONS:
@@ -113,6 +117,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if action == "run":
             return _run(args, words)
+        if args.out is None and args.db is None:
+            found = sorted(ARTIFACTS_ROOT.glob(f"*/triage/{DB_NAME}"))
+            if len(found) != 1:
+                return _error("no triage database in artifacts/*/triage/: triage first, or pass --out DIR"
+                              if not found else "a triage database per build (" + ", ".join(
+                                  str(f.parent) for f in found) + "): pass --out DIR, one of them")
+            args.out = str(found[0].parent)
+        if args.db is None:
+            args.db = str(Path(args.out) / DB_NAME)
+        if args.out is None:
+            args.out = str(Path(args.db).parent)
         if action == "list":
             return _list(args, words)
         if action == "show":
@@ -132,6 +147,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- run
+
+
+def _claim_out(args: argparse.Namespace, key: str, binary: str) -> int | None:
+    """``--out`` (default ``artifacts/<build>/triage``) claimed for this build's triage, and
+    ``--db`` beside it by default; an exit status when another build's or command's holds it."""
+    status = claim_results_folder(args, "out", key, binary, "triage")
+    if status is None:
+        args.out = str(args.out)
+        if args.db is None:
+            args.db = str(Path(args.out) / DB_NAME)
+    return status
 
 
 def _oracle_config(args: argparse.Namespace, findings, grammar):
@@ -175,6 +201,13 @@ def _run_wrong_code(args: argparse.Namespace, settings, findings, grammar) -> in
         releases = releases_from_option(args.releases)
     except ValueError as error:
         return _error(str(error))
+    from harness.targets.folders import build_key
+    from harness.targets.identity import which
+
+    optimizer = which(settings.optimizer.binary) or settings.optimizer.binary
+    status = _claim_out(args, build_key("mlir-opt", optimizer), optimizer)
+    if status is not None:
+        return status
     config = _oracle_config(args, findings, grammar)
 
     def describe(b) -> str:
@@ -218,6 +251,9 @@ def _run_divergence(args: argparse.Namespace, findings, grammar, inputs: list[st
     target, divergence = divergence_from_args(args, target, settings)  # unusable: exit 2
     if not findings:
         return _error("no divergence finding in " + ", ".join(inputs))
+    status = _claim_out(args, target.key, target.argv[0])
+    if status is not None:
+        return status
     config = _oracle_config(args, findings, grammar)
     return _oracle_run(args, lambda: run_divergence_triage(config, target, divergence),
                        lambda b: f"{args.out}/bucket-{b['id']}/reproduce.sh" if args.out else "")
@@ -257,6 +293,11 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         probe = probe_pipeline(args, target, "triage")  # a refused pipeline: one line, exit 2
     except (TargetError, TargetNotFound) as error:
         return _error(str(error))
+    status = _refuse_other_builds(args, inputs, target)
+    if status is None:
+        status = _claim_out(args, target.key, target.argv[0])
+    if status is not None:
+        return status
     config = TriageConfig(
         inputs=inputs,
         target=target,
@@ -295,6 +336,22 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _refuse_other_builds(args: argparse.Namespace, inputs: list[str], target) -> int | None:
+    """Exit status 2 and one line when the inputs hold findings another build made (their
+    records say which): triage never puts them into this build's buckets."""
+    from harness.triage.inputs import findings_of_other_builds
+
+    exclude = [p for p in (args.out, args.db) if p]
+    other = findings_of_other_builds(inputs, target.key, target.argv[0], exclude=exclude)
+    if other is None:
+        return None
+    count, example, build = other
+    print(f"{PROG}: error: {count} finding(s) in the inputs were made by {build} (e.g. {example}), not by "
+          f"{target.key}, the build under test: triage them with that build, or name only this build's "
+          f"findings (its folder: {ARTIFACTS_ROOT / target.key}/)", file=sys.stderr)
+    return 2
 
 
 def _stopped_summary(args: argparse.Namespace, error: KeyboardInterrupt) -> None:

@@ -205,6 +205,8 @@ def format_summary(options: FuzzOptions, result: CampaignResult, resume: Optiona
     """The summary printed at the end of ``loomfuzz fuzz``; ``resume`` is the command that
     continues the campaign (named when it stopped before its end: a signal, --time, --runs)."""
     lines = ["loomfuzz fuzz: summary"]
+    if options.build:  # the build, and the family it was judged as and why
+        lines.append(f"  target:      {options.build}")
     if result.executions is None:
         lines.append(f"  executions:  unknown (the run took {result.seconds:.1f} s)")
     else:

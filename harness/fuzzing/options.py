@@ -97,6 +97,8 @@ class FuzzOptions:
     # -- the target
     target: str = "loom-opt"  # loom-opt, mlir-opt or another tool's name
     binary: Optional[str] = None  # its binary, as the command resolved it; None: look it up
+    family: Optional[str] = None  # --family: the family of a build named by path (harness.targets.target)
+    build: Optional[str] = None  # the build under test, one line (Target.describe: family and why)
     pass_args: Optional[tuple[str, ...]] = None
     pipeline: Optional[str] = None
     expectations: Optional[Path] = None

@@ -370,6 +370,7 @@ def _target(options: FuzzOptions, grammar):
             timeout=options.timeout,
             memory_mb=options.memory_mb or None,
             expectations_path=str(options.expectations) if options.expectations else None,
+            family=options.family,
         )
     except (TargetNotFound, ExpectationsError) as error:
         fail(str(error), 1)

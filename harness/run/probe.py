@@ -13,7 +13,9 @@ reading the oracle rendering (``mlir-opt``) the probe module holds ``1 + 1``,
 which ``canonicalize`` and ``sccp`` fold: a pipeline naming one of them that
 leaves the ``arith.addi`` in place did not run (refused too); any other
 pipeline that leaves the module's operations as they were gets a one-line
-note (it may be right: ``cse`` has nothing to do there).
+note saying what the grammar's first program did in it (a crash there: the
+pipeline runs; rewritten: no note; unchanged too: it may have nothing to do,
+or not run).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 
 from harness.run.judge import judge
@@ -44,6 +47,9 @@ PROBE_MODULES = {
 #: Passes known to fold the oracle probe's ``arith.addi``.
 FOLDING_PASSES = ("canonicalize", "sccp")
 _ANCHOR = "wrapped with the anchor operation type"
+_FAILED = {OutcomeKind.CRASH: "crashes", OutcomeKind.TIMEOUT: "times out", OutcomeKind.OOM: "runs out of memory"}
+#: Terminators a custom printer leaves out (an ``scf.yield`` without operands, ``return``).
+_ELIDED = frozenset({"scf.yield", "func.return"})
 _OP = re.compile(r"^\s*(?:%[\w.#:]+(?:, %[\w.#:]+)*\s*=\s*)?\"?([a-z_][\w$]*\.[\w$.]+)", re.MULTILINE)
 
 
@@ -84,7 +90,7 @@ def probe_target(target: Target, what: str) -> ProbeResult:
         if _ANCHOR in outcome.stderr and pipeline is not None and not pipeline.startswith("builtin.module("):
             fix = f"; write --pipeline 'builtin.module({pipeline})'"
         raise PipelineRefused(f"{what}: {binary} refuses it on a trivial module ({said}){fix}")
-    _probe_program(target, what, binary)
+    program = _probe_program(target, what, binary)
     processes = 1 + (target.probe_program is not None) + (2 if target.build is not None else 0)
     if target.render != "oracle":
         return ProbeResult(None, processes)
@@ -98,8 +104,29 @@ def probe_target(target: Target, what: str) -> ProbeResult:
             f"{what}: {binary} accepts it but it changed nothing in a probe module that "
             f"{folding[0]} folds (1 + 1): the pipeline does not run (an anchor this MLIR "
             "version ignores?)")
-    return ProbeResult(f"{what}: the pipeline changed nothing in the probe module "
-                       f"({', '.join(before)}); if it should, it is not running", processes)
+    return ProbeResult(_unchanged_note(what, before, program), processes)
+
+
+def _unchanged_note(what: str, before: list[str], program: tuple[str, Outcome] | None) -> str | None:
+    """What the probe saw of a pipeline that left the trivial module as it was, said as it
+    happened: the grammar's first program decides whether the pipeline runs (issue 46: a
+    pipeline that crashed on half the programs was said to be "not running")."""
+    unchanged = f"{what}: the pipeline changed nothing in the probe module ({', '.join(before)})"
+    if program is None:
+        return unchanged + "; if it should, it may not be running"
+    text, outcome = program
+    if outcome.kind in _FAILED:
+        return (f"{unchanged}, but the grammar's first program of seed 0 {_FAILED[outcome.kind]} in it "
+                f"({outcome.reason[:160]}): the pipeline runs")
+    if outcome.kind is OutcomeKind.ACCEPTED and _program_ops(outcome.stdout) != _program_ops(text):
+        return None  # it rewrote the grammar's program: it runs, there is nothing to say
+    return (f"{unchanged} nor in the grammar's first program of seed 0: it has nothing to do on "
+            "them, or it is not running")
+
+
+def _program_ops(text: str) -> Counter:
+    """The operations of a program, without the terminators a custom printer may leave out."""
+    return Counter(op for op in _ops(text) if op not in _ELIDED)
 
 
 def _check_build(target: Target, what: str, binary: str) -> None:
@@ -119,18 +146,19 @@ def _check_build(target: Target, what: str, binary: str) -> None:
             "gives it the exec rendering, which it reads")
 
 
-def _probe_program(target: Target, what: str, binary: str) -> None:
+def _probe_program(target: Target, what: str, binary: str) -> tuple[str, Outcome] | None:
     """The target must read a program of the grammar's own shape: a rejection its
     expectations do not allow there would make every program a finding.  A rejection they
     expect (loom rejects a region holding a call) is no refusal, nor is a crash: that may
     be the bug."""
     if target.probe_program is None:
-        return
+        return None
     outcome = _run(target, target.probe_program)
     if judge(target, target.probe_program, outcome).kind == "unexpected-rejection":
         said = outcome.reason.removeprefix("<stdin>:").strip()
         raise PipelineRefused(f"{binary} ({what}) refuses the grammar's programs, its first program "
                               f"of seed 0 already: {said}")
+    return target.probe_program, outcome
 
 
 def _run(target: Target, text: str) -> Outcome:

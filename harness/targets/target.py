@@ -6,6 +6,7 @@ becomes one (:func:`resolve_target`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -14,9 +15,10 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from harness.targets.expectations import DEFAULT_RULE, Expectations, builtin_expectations, load_expectations
+from harness.targets.folders import build_key
 from harness.targets.identity import BuildIdentity, IdentityError, identify, which
 
-__all__ = ["DEFAULT_LOOM_PASS_ARGS", "DEFAULT_MLIR_PIPELINE", "Target", "TargetNotFound", "explicit_binary",
+__all__ = ["DEFAULT_LOOM_PASS_ARGS", "DEFAULT_MLIR_PIPELINE", "FAMILIES", "Target", "TargetNotFound", "explicit_binary",
            "resolve_target"]
 
 DEFAULT_LOOM_PASS_ARGS: tuple[str, ...] = ("--loom-lower-for-to-graph",)
@@ -29,6 +31,13 @@ DEFAULT_ENV: Mapping[str, str] = MappingProxyType({"LLVM_DISABLE_CRASH_REPORT": 
 
 class TargetNotFound(Exception):
     """No usable binary for the target; the message is one line for the user."""
+
+
+#: The families ``--family`` names: loom's driver, upstream's, or a tool of the user's own.
+FAMILIES = ("loom-opt", "mlir-opt", "other")
+#: The family reason of a build whose --help names neither family's flag.
+UNKNOWN_FAMILY = "its --help lists neither --loom-lower-for-to-graph nor --pass-pipeline"
+_FAMILY_FLAG = {"loom-opt": "--loom-lower-for-to-graph", "mlir-opt": "--pass-pipeline"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,9 @@ class Target:
     #: a program of the grammar's own shape in the target's rendering: the probe runs it
     #: before a campaign, so a target that refuses the grammar's programs is one line
     probe_program: str | None = field(default=None, compare=False, repr=False)
+    #: why the build is judged as ``name``'s family ("its --help lists --pass-pipeline",
+    #: "--family loom-opt", ...): the summaries say it; None for a target built by hand
+    family_reason: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))
@@ -74,11 +86,28 @@ class Target:
             "env": dict(self.env),
             "expectations": self.expectations.source if self.expectations else None,
             "build": self.build.to_json() if self.build else None,
+            "key": self.key,
         }
 
     def describe(self) -> str:
-        """One line for a summary: the build and its release."""
-        return self.build.describe() if self.build else self.argv[0]
+        """One line for a summary: the build, its release and the family it is judged as, and why."""
+        build = self.build.describe() if self.build else self.argv[0]
+        return f"{build} as {self.name} ({self.family_reason})" if self.family_reason else build
+
+    @functools.cached_property
+    def key(self) -> str:
+        """The build under test in a folder name (harness.targets.folders.build_key):
+        ``mlir-opt-19``, ``loom-opt-<digest>``; the differential oracle's optimizer is an
+        mlir-opt build."""
+        family = "mlir-opt" if self.name == "differential" else self.name
+        if family not in ("loom-opt", "mlir-opt") and self.build is not None and self.build.family != "other":
+            family = self.build.family
+        return build_key(family, self.argv[0])
+
+    @property
+    def family_unknown(self) -> bool:
+        """A build named by name or path whose family nothing told (harness.commands asks)."""
+        return self.build is not None and self.family_reason == UNKNOWN_FAMILY
 
 
 def _executable(path: str) -> bool:
@@ -154,6 +183,7 @@ def resolve_target(
     timeout: float = 10.0,
     memory_mb: int | None = 4096,
     expectations_path: str | None = None,
+    family: str | None = None,
 ) -> Target:
     """Build a ``Target`` by name.
 
@@ -175,20 +205,31 @@ def resolve_target(
     ``expectations_path`` is given) accept-all expectations: any clean exit is
     fine, a crash, timeout or oom is a finding.
 
+    ``family`` (``--family``: one of :data:`FAMILIES`) says the family of a build named by
+    name or path instead of its ``--help``; the target's ``family_reason`` says which
+    decided (:data:`UNKNOWN_FAMILY` when nothing did: harness.commands asks the user).
+
     A ``pipeline`` starting with ``-`` is passed as flags; otherwise as
     ``--pass-pipeline=PIPELINE``.
     """
     build = None
     if name == "loom-opt":
         family, binary = "loom-opt", _find_loom_opt(loom_opt)
+        reason = "--loom-opt" if loom_opt else "--target loom-opt"
     elif name == "mlir-opt":
         family, binary = "mlir-opt", _find_mlir_opt(mlir_opt)
+        reason = "--mlir-opt" if mlir_opt else "--target mlir-opt"
     else:
         # a build named by name or path (mlir-opt-19, /opt/llvm/bin/mlir-opt, iree-opt,
-        # a loom-raise-opt elsewhere): its family is what it says of itself
+        # a loom-raise-opt elsewhere): its family is what it says of itself, or --family
         binary = explicit_binary(loom_opt or mlir_opt or name, name)
         build = _identity(binary)
-        family = build.family
+        if family is not None:
+            reason = f"--family {family}"
+        elif build.family != "other":
+            family, reason = build.family, f"its --help lists {_FAMILY_FLAG[build.family]}"
+        else:
+            family, reason = "other", UNKNOWN_FAMILY
     if family != "other" and build is None:
         build = _identity(binary)
     if family == "loom-opt":
@@ -227,6 +268,7 @@ def resolve_target(
         memory_mb=memory_mb,
         expectations=expectations,
         build=build,
+        family_reason=reason,
     )
 
 

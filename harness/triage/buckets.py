@@ -68,13 +68,12 @@ class OracleBucket:
         return f"{self.kind} | {self.signature}"
 
 
-def seen_again(c: sqlite3.Connection, bucket_id: int, run_id: int, status: str, first_run: int) -> None:
-    """A bucket reached again by run ``run_id``: a fixed bug regressed, a new one is known."""
+def seen_again(c: sqlite3.Connection, bucket_id: int, status: str) -> None:
+    """A bucket reached by a new input: a bug marked fixed has regressed.
+    Every other status is the user's (``triage mark``) and stays as set: triage never marks a
+    bucket ``known`` (docs/how-to/triage.md, "Statuses")."""
     if status == "fixed":
-        status = "regressed"
-    elif status == "new" and first_run != run_id:
-        status = "known"
-    c.execute("UPDATE buckets SET status = ? WHERE id = ?", (status, bucket_id))
+        c.execute("UPDATE buckets SET status = 'regressed' WHERE id = ?", (bucket_id,))
 
 
 class BucketTable(Database):
@@ -239,7 +238,7 @@ class BucketTable(Database):
         transaction: (bucket id, whether it is new)."""
         stamp = now()
         with self.transaction() as c:
-            row = c.execute("SELECT id, status, first_run FROM buckets WHERE signature = ?",
+            row = c.execute("SELECT id, status FROM buckets WHERE signature = ?",
                             (bucket.key,)).fetchone()
             if row is None:
                 representative = min(members) if members else None
@@ -263,7 +262,7 @@ class BucketTable(Database):
                 new = True
             else:
                 bucket_id, new = int(row["id"]), False
-                seen_again(c, bucket_id, run_id, row["status"], row["first_run"])
+                seen_again(c, bucket_id, row["status"])
             attached = 0
             for member in members:
                 attached += c.execute("UPDATE members SET bucket_id = ? WHERE id = ? AND bucket_id IS NULL",

@@ -178,12 +178,9 @@ class TriageDB(BucketTable):
         row = c.execute("SELECT bucket_id FROM members WHERE id = ?", (member_id,)).fetchone()
         if row is None or row[0] is None:
             return
-        c.execute(
-            "UPDATE buckets SET last_seen = ?, last_run = ?, "
-            "status = CASE WHEN status = 'new' AND first_run != ? THEN 'known' ELSE status END "
-            "WHERE id = ?",
-            (now(), run_id, run_id, row[0]),
-        )
+        # an input seen before is not run again, so it says nothing of a fixed bug: the
+        # status stays as it is (harness.triage.buckets.seen_again: only a new input regresses)
+        c.execute("UPDATE buckets SET last_seen = ?, last_run = ? WHERE id = ?", (now(), run_id, row[0]))
 
     def record_sighting(self, run_id: int, member_id: int, files: Sequence[tuple[str, str]]) -> None:
         """An already recorded member seen again (in ``files``) by run ``run_id``."""
@@ -216,7 +213,7 @@ class TriageDB(BucketTable):
             stamp = now()
             if signature is not None and record.reproduction != "never":
                 row = c.execute(
-                    "SELECT id, status, first_run FROM buckets WHERE signature = ?", (signature.key,)
+                    "SELECT id, status FROM buckets WHERE signature = ?", (signature.key,)
                 ).fetchone()
                 if row is None:
                     bucket_id = int(
@@ -243,7 +240,7 @@ class TriageDB(BucketTable):
                     new_bucket = True
                 else:
                     bucket_id = int(row["id"])
-                    seen_again(c, bucket_id, run_id, row["status"], row["first_run"])
+                    seen_again(c, bucket_id, row["status"])
                 c.execute(
                     "UPDATE buckets SET count = count + 1, last_seen = ?, last_run = ?, "
                     "reproduction = CASE WHEN ? = 'sometimes' AND minimized_text IS NULL THEN 'sometimes' "

@@ -10,6 +10,7 @@ the SHA-256 of its program's canonical rendering, or of its text.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ from harness.core.render import render
 from harness.targets.target import Target
 from harness.triage.wrong_code import left_to_the_oracle
 
-__all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "load_input_file"]
+__all__ = ["ARTIFACT_PREFIXES", "Collection", "Input", "InputError", "collect_inputs", "findings_of_other_builds",
+           "load_input_file"]
 
 ARTIFACT_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-", "minimized-from-")
 #: with the grammar's program suffix (harness.contract.program_suffix): not a raw artifact
@@ -160,3 +162,44 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
                 else:
                     out.skipped.append((str(full), f"not a fuzz artifact or {program} file"))
     return out
+
+
+def findings_of_other_builds(paths: Sequence[str], key: str, binary: str, *,
+                             exclude: Iterable[str] = ()) -> tuple[int, str, str] | None:
+    """(how many, an example's record, the build it names) of the findings under ``paths``
+    whose JSON record names another build than ``key`` (its binary ``binary``: for records
+    older than the key), or None.  Triage never buckets another build's findings (issue 46:
+    150 ``mlir-opt-19`` findings bucketed by a stand-in triage)."""
+    from harness.targets.folders import recorded_key
+
+    excluded = {os.path.realpath(p) for p in exclude}
+    real = os.path.realpath(binary)
+    records: list[Path] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_file():
+            records.extend(q for q in (p.with_name(p.name + ".json"), p.with_suffix(".json")) if q.is_file())
+        elif p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = [d for d in dirs if not d.startswith(".")
+                           and os.path.realpath(os.path.join(root, d)) not in excluded]
+                records.extend(Path(root) / f for f in files if f.endswith(".json") and f.startswith(ARTIFACT_PREFIXES))
+    found: list[tuple[str, str]] = []
+    for record_path in sorted(set(records)):
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("target"), dict):
+            continue
+        recorded = recorded_key(record)
+        if recorded is not None:
+            if recorded != key:
+                found.append((str(record_path), recorded))
+            continue
+        build = record["target"].get("build") or {}
+        if build.get("binary") and os.path.realpath(build["binary"]) != real:
+            found.append((str(record_path), build["binary"]))
+    if not found:
+        return None
+    return len(found), found[0][0], found[0][1]

@@ -22,7 +22,10 @@ arguments, as triage ran them:
 * an unexpected acceptance or a wrong diagnostic: ``// RUN: not BIN ARGS %s
   2>&1 | FileCheck %s`` with ``// CHECK: error:``.
 
-The signature is in a comment at the top.
+The signature is in a comment at the top.  The ``lit.cfg.py`` beside it
+(:func:`harness.triage.report.lit_config`) lets the virtualenv's ``lit`` run it as
+written: the binary's folder (:func:`regression_tool_dirs`) and LLVM's ``not`` and
+``FileCheck`` are found without a PATH change.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import shlex
 
 from harness.triage.signature import filecheck_pattern, raw_message
 
-__all__ = ["regression_test"]
+__all__ = ["regression_test", "regression_tool_dirs"]
 
 _GRAPH_NAME = re.compile(r'graph_name = "([\w$.\-]+)"')
 
@@ -61,6 +64,13 @@ def _rule(target: dict, text: str):
     except (ExpectationsError, OSError):
         expectations = None
     return expectations.rule_for(text) if expectations else None
+
+
+def regression_tool_dirs(bucket) -> list[str]:
+    """The folder of the binary the RUN lines name by its basename (for the bucket's
+    ``lit.cfg.py``, so lit finds that very build), or none when triage recorded no path."""
+    argv = _target(bucket).get("argv") or []
+    return [os.path.dirname(argv[0])] if argv and os.path.isabs(argv[0]) else []
 
 
 def _command(target: dict) -> str:

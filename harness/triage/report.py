@@ -47,7 +47,8 @@ leaves half a report.  A crash bucket's regression test is made by
         "target": {"name": "loom-opt", "argv": ["/path/loom-opt", "--loom-lower-for-to-graph"],
                    "render": "canonical", "timeout": 10.0, "memory_mb": 4096,
                    "expectations": "builtin:loom-opt"},
-        "repeat": 3
+        "repeat": 3,                              // --repeat: the most runs of an input
+        "runs_per_input": {"1": 380, "3": 20}     // inputs this run judged, by their runs
       },
       "totals": {"buckets": 4, "bugs": 2,         // bugs: buckets that are no duplicate
                  "members": 412, "reproducing": 40, "flaky": 5,
@@ -137,9 +138,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Sequence
 
 from harness.triage.crashdb import TriageDB, now
-from harness.triage.regression import regression_test
+from harness.triage.regression import regression_test, regression_tool_dirs
 from harness.triage.report_markdown import report_markdown
 
 __all__ = ["REPORT_SCHEMA", "bucket_suffix", "report_data", "write_reports"]
@@ -190,6 +192,9 @@ def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict
                       "new_buckets", "repeat")
         }
         run_json["target"] = json.loads(run["target"]) if run["target"] else None
+        # how many times the inputs this run judged were run (not --repeat: most run once)
+        run_json["runs_per_input"] = {str(attempts): inputs for attempts, inputs in db.conn.execute(
+            "SELECT attempts, COUNT(*) FROM members WHERE run_id = ? GROUP BY attempts ORDER BY attempts", (run["id"],))}
     buckets = []
     rows = db.buckets()
     primary = {b["id"]: db.primary_of(b["id"]) for b in rows}
@@ -279,17 +284,47 @@ def bucket_suffix(bucket, suffix: str) -> str:
     return suffix if bucket["oracle"] == "crash" else ".mlir"
 
 
-def lit_config(bucket_id: int) -> str:
-    """The ``lit.cfg.py`` beside a bucket's ``regression.mlir``: ``lit bucket-N`` runs it
-    (and nothing else of the folder) as LLVM's regression tests run."""
-    return ("# lit.cfg.py: `lit bucket-%d` runs regression.mlir (LLVM's lit, pip install lit)\n"
-            "import lit.formats\n\n"
-            "config.name = 'loomfuzz bucket %d'\n"
-            "config.test_format = lit.formats.ShTest()\n"
-            "config.suffixes = ['.mlir']\n"
-            "config.excludes = ['minimized.mlir', 'input.mlir']\n"
-            "config.test_source_root = config.test_exec_root = __import__('os').path.dirname(__file__)\n"
-            % (bucket_id, bucket_id))
+_LIT_CONFIG = """\
+# lit.cfg.py: `lit bucket-%(id)d` runs regression.mlir (LLVM's lit, pip install lit)
+import glob
+import os
+import shutil
+
+import lit.formats
+
+config.name = 'loomfuzz bucket %(id)d'
+config.test_format = lit.formats.ShTest()
+config.suffixes = [%(suffix)r]
+config.excludes = ['minimized%(suffix)s', 'text-reduced%(suffix)s', 'input.mlir']
+config.test_source_root = config.test_exec_root = os.path.dirname(__file__)
+
+
+def llvm_tools():
+    \"\"\"not and FileCheck: on PATH, else the newest of Debian's /usr/lib/llvm-N/bin.\"\"\"
+    if shutil.which('FileCheck') and shutil.which('not'):
+        return []
+    found = []
+    for folder in glob.glob('/usr/lib/llvm-*/bin'):
+        release = folder.split('llvm-')[1].split('/')[0]
+        if release.isdigit() and all(os.path.exists(os.path.join(folder, t)) for t in ('FileCheck', 'not')):
+            found.append((int(release), folder))
+    return [max(found)[1]] if found else []
+
+
+TOOL_DIRS = %(dirs)r  # the folder of the binary under test, as triage ran it
+config.environment['PATH'] = os.pathsep.join(
+    [d for d in TOOL_DIRS if os.path.isdir(d)] + llvm_tools() + [os.environ.get('PATH', '')])
+"""
+
+
+def lit_config(bucket_id: int, tool_dirs: Sequence[str] = (), suffix: str = ".mlir") -> str:
+    """The ``lit.cfg.py`` beside a bucket's ``regression.mlir``: ``lit bucket-N`` (the
+    virtualenv's ``lit``) runs it, and nothing else of the folder, as LLVM's regression
+    tests run, with no PATH change: ``tool_dirs`` (the folder of the binary the RUN line
+    names by its basename) and the LLVM tools folder that holds ``not`` and ``FileCheck``
+    (on PATH, else the newest ``/usr/lib/llvm-N/bin``: Debian's place) go before PATH;
+    ``suffix``: the regression test's (the grammar's program suffix)."""
+    return _LIT_CONFIG % {"id": bucket_id, "dirs": list(tool_dirs), "suffix": suffix}
 
 
 def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, suffix: str, run_id: int | None = None) -> dict:
@@ -316,6 +351,7 @@ def write_reports(db: TriageDB, out_dir: str | os.PathLike, *, suffix: str, run_
         if b["minimized_text"] is not None:
             _write(d / f"minimized{suffix}", b["minimized_text"])
             _write(d / f"regression{suffix}", regression_test(b))
+            _write(d / "lit.cfg.py", lit_config(b["id"], regression_tool_dirs(b), suffix))
         stderr = b["minimized_stderr"]
         if stderr is None:
             rows = db.members(b["id"])

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from harness.triage.report_markdown import release_summary
+from harness.triage.report_markdown import release_summary, runs_sentence
 
 __all__ = ["highlight_mlir", "report_html"]
 
@@ -331,8 +331,8 @@ def report_html(data: dict, out_dir: str | Path) -> str:
     if run:
         argv = " ".join((run.get("target") or {}).get("argv") or [])
         lines.append(f"<p>Run {run['id']} ({e(str(run['status']))}), {e(str(run['started']))} - "
-                     f"{e(str(run['finished'] or '...'))}; target <code>{e(argv)}</code>; "
-                     f"each input run {run['repeat']} times.</p>")
+                     f"{e(str(run['finished'] or '...'))}; target <code>{e(argv)}</code>. "
+                     f"{e(runs_sentence(run))}</p>")
     lines.append(
         f"<p id=\"totals\">{totals['buckets']} bucket(s); {totals['members']} distinct input program(s): "
         f"{totals['reproducing']} reproducing ({totals['flaky']} flaky), "

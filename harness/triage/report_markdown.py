@@ -89,6 +89,19 @@ def _oracle_lines(b: dict) -> list[str]:
     return lines + _releases_lines(details)
 
 
+def runs_sentence(run: dict) -> str:
+    """How often this run ran its inputs, as it happened: most run once, a few up to
+    ``--repeat`` times (docs/how-to/triage.md, "What it costs"); issue 46: the report said
+    "each input run 3 times" above members that show 1/1."""
+    counts = {int(k): v for k, v in (run.get("runs_per_input") or {}).items()}
+    if not counts:
+        return "This run ran no input: every input was in the database already."
+    spread = ", ".join(f"{inputs} input(s) {runs} time{'s' if runs != 1 else ''}"
+                       for runs, inputs in sorted(counts.items()))
+    return (f"Inputs run once, again (up to {run['repeat']} times, --repeat) only when the first run "
+            f"leaves doubt (a new signature, a flaky bucket's, no finding, a bare crash): {spread}.")
+
+
 def report_markdown(data: dict) -> str:
     lines = ["# loom-fuzz triage report", ""]
     run = data.get("run")
@@ -96,7 +109,7 @@ def report_markdown(data: dict) -> str:
         target = run.get("target") or {}
         lines.append(
             f"Run {run['id']} ({run['status']}), {run['started']} - {run['finished'] or '...'}; "
-            f"target `{shlex.join(target.get('argv') or [])}`; each input run {run['repeat']} times."
+            f"target `{shlex.join(target.get('argv') or [])}`. " + runs_sentence(run)
         )
         lines.append("")
     t = data["totals"]

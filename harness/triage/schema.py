@@ -45,9 +45,11 @@ rows all ``oracle = 'crash'``)::
             verify_counts TEXT (JSON), duplicate_of (bucket id),
             duplicate_reason, duplicate_by, oracle, culprit,
             reference_output, observed_output, lit_test, details TEXT (JSON))
-        status: new (first seen in its first_run) | known (seen again in a
-        later run) | fixed (marked by hand) | regressed (a new input reached
-        a bucket marked fixed).  count = number of members.
+        status: new (made by triage, not marked yet) | known (marked by
+        hand) | fixed (marked by hand) | regressed (a new input reached a
+        bucket marked fixed); triage sets only new and regressed, and
+        leaves every status a user set (docs/how-to/triage.md, "Statuses").
+        count = number of members.
         reproduction: always | sometimes: until the bucket is minimized,
         sometimes when any member reproduced only sometimes; then, whether
         every verification run of the minimized program (minimized_hits of
