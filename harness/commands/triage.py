@@ -45,8 +45,9 @@ PROG = "loomfuzz triage"
 DB_NAME = "triage.db"
 
 EXAMPLES = (
-    ("loomfuzz triage --loom-opt ~/loom/build/bin/loom-raise-opt --jobs 2 artifacts/",
-     "reproduce, bucket and minimize a campaign's findings; triage/report.md and a lit test per bucket"),
+    ("loomfuzz triage --loom-opt ~/loom/build/bin/loom-raise-opt --jobs 2 artifacts/loom-opt-*/fuzz/",
+     "reproduce, bucket and minimize a campaign's findings; artifacts/BUILD/triage/report.md and a "
+     "lit test per bucket"),
     ("loomfuzz triage list", "the buckets in the database, with their status"),
     ("loomfuzz triage show 2", "one bucket: its signature, members, minimized program"),
 )
