@@ -75,7 +75,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     triage.add_argument("--releases", default="auto", metavar="auto|none|PATH[,PATH...]",
                         help="with --oracle differential: the builds each wrong-code bucket's minimized "
                              "program is judged on too, under the pipeline it was found with (auto, the "
-                             "default: every mlir-opt-N on PATH and iree-opt where found; none: no other "
+                             "default: every mlir-opt-N on PATH and the development head's mlir-opt-head and "
+                             "iree-opt where found; none: no other "
                              "build); the report says which it reproduces on")
     triage.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, else a line every 2 s)")

@@ -9,12 +9,11 @@ from harness.targets.head_bindings import HeadBindings
 from harness.targets.head_iree import IREE
 from harness.targets.head_torch_mlir import EVERY_PASS
 
-__all__ = ["ALIASES", "EVERY_PASS", "HEADS", "IREE", "head_of_driver", "head_of_tool"]
+__all__ = ["EVERY_PASS", "HEADS", "IREE", "head_of_driver", "head_of_tool"]
 
-#: Every head build, the one with every pass first (the one ``head`` names).
+#: Every head build, the one with every pass first.  (No shorter name such as ``head``:
+#: a name is also looked up on PATH, where ``head`` is coreutils'.)
 HEADS: tuple[HeadBindings, ...] = (EVERY_PASS, IREE)
-#: Short names of a head build for ``--target``.
-ALIASES = {"head": EVERY_PASS.tool}
 
 
 def head_of_driver(driver: str) -> HeadBindings | None:
@@ -24,6 +23,6 @@ def head_of_driver(driver: str) -> HeadBindings | None:
 
 
 def head_of_tool(name: str) -> HeadBindings | None:
-    """The head a tool's name (or alias, or path to the tool) means, or None."""
-    name = ALIASES.get(name, os.path.basename(name))
+    """The head a tool's name (or path to the tool) means, or None."""
+    name = os.path.basename(name)
     return next((head for head in HEADS if head.tool == name), None)

@@ -168,7 +168,7 @@ def resolve_target(
     ``pipeline`` (default ``DEFAULT_MLIR_PIPELINE``); oracle rendering.
 
     Any other name, or a path: a build of its own (``mlir-opt-19``, ``iree-opt``,
-    ``mlir-opt-head`` or its alias ``head``: LLVM's development head, harness.targets.heads;
+    ``mlir-opt-head``: LLVM's development head, harness.targets.heads;
     ``/opt/llvm/bin/mlir-opt``), binary ``loom_opt`` / ``mlir_opt`` or ``name``,
     asked once what it is (:func:`harness.targets.identity.identify`): a tool that
     takes mlir-opt's flags is the ``mlir-opt`` target with that binary, one that
@@ -189,8 +189,6 @@ def resolve_target(
         # a build named by name or path (mlir-opt-19, /opt/llvm/bin/mlir-opt, iree-opt,
         # a loom-raise-opt elsewhere): its family is what it says of itself
         head = None if (loom_opt or mlir_opt) else head_of_tool(name)
-        if head is not None and os.sep not in name:
-            name = head.tool  # an alias (head) names the tool
         try:
             binary = explicit_binary(loom_opt or mlir_opt or name, name)
         except TargetNotFound:
