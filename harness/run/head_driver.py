@@ -33,8 +33,9 @@ from harness.targets.heads import EVERY_PASS, IREE
 
 __all__ = ["FLAGS", "HeadDriverOptions", "main", "main_every_pass", "parse_flags", "serve", "unsupported"]
 
-#: What this driver takes: mlir-opt's spelling, the native driver's own flags.
-FLAGS = ("--pass-pipeline=", "--allow-unregistered-dialect", "--emit-output", "--fork-server")
+#: What this driver takes: mlir-opt's spelling, the native driver's own flags; ``--exec=RUNTIME``:
+#: the head judges its own output (harness.run.head_exec; RUNTIME defines printI64).
+FLAGS = ("--pass-pipeline=", "--allow-unregistered-dialect", "--emit-output", "--fork-server", "--exec=")
 _U32 = struct.Struct("<I")
 _RETIRE = 0xFFFFFFFF
 _WORKER_SAW_EOF = 75
@@ -49,6 +50,7 @@ class HeadDriverOptions:
     allow_unregistered: bool = False
     emit_output: bool = False
     fork_server: bool = False
+    exec_runtime: str | None = None  # --exec=RUNTIME: answer with harness.run.head_exec
     rest: list[str] = field(default_factory=list)  # flags this driver does not know
 
 
@@ -64,6 +66,8 @@ def parse_flags(argv: list[str]) -> HeadDriverOptions:
             options.emit_output = True
         elif arg == "--fork-server":
             options.fork_server = True
+        elif arg.startswith("--exec="):
+            options.exec_runtime = arg.split("=", 1)[1]
         else:
             options.rest.append(arg)
     return options
@@ -159,6 +163,12 @@ def _serve(bindings: HeadBindings, options: HeadDriverOptions, protocol: _Protoc
     except Exception as error:  # noqa: BLE001 - MLIR's one exception type for every parse error
         sys.stderr.write(f"{bindings.driver}: invalid pass pipeline: {error}\n")
         sys.exit(1)
+    executor = None
+    if options.exec_runtime:
+        from harness.run.head_exec import HeadExec
+
+        executor = HeadExec(ir, passmanager, bindings.load_engine(), context, pm, options.exec_runtime,
+                            format_error)
 
     if options.fork_server:
         _serve_forks(protocol)
@@ -183,6 +193,11 @@ def _serve(bindings: HeadBindings, options: HeadDriverOptions, protocol: _Protoc
         sequence += 1
         text = data.decode("utf-8", errors="replace")
         status, diagnostics, output = 1, "", ""
+        if executor is not None:
+            body = b"", executor.answer(text)
+            protocol.write(b"LFR1" + _U32.pack(sequence) + _U32.pack(0)
+                           + _U32.pack(0) + _U32.pack(len(body[1])) + body[1])
+            continue
         try:
             module = ir.Module.parse(text, context)
             pm.run(module.operation)

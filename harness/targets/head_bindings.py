@@ -47,6 +47,8 @@ class HeadBindings:
     #: a binary beside the bindings built from the same library that answers ``--version`` and
     #: ``--help`` for the build (iree-opt); None: mlir_opt_head answers from the bindings
     native_tool: str | None = None
+    #: the module of its MLIR ExecutionEngine (the head judges its own output: harness.run.head_exec)
+    engine: str | None = None
 
     def install_hint(self) -> str:
         return f"pip install --no-deps {self.wheel}, or pip install -e '.[head]'"
@@ -76,6 +78,15 @@ class HeadBindings:
         try:
             return (importlib.import_module(f"{self.package}.ir"),
                     importlib.import_module(f"{self.package}.passmanager"))
+        except ImportError as error:
+            raise HeadNotInstalled(f"{self.not_installed()} ({error})") from None
+
+    def load_engine(self):
+        """The bindings' ``execution_engine`` module; raises :class:`HeadNotInstalled`."""
+        if self.engine is None:
+            raise HeadNotInstalled(f"{self.tool}: the {self.wheel} wheel's bindings have no ExecutionEngine")
+        try:
+            return importlib.import_module(self.engine)
         except ImportError as error:
             raise HeadNotInstalled(f"{self.not_installed()} ({error})") from None
 

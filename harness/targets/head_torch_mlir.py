@@ -15,4 +15,5 @@ from harness.targets.head_bindings import HeadBindings
 __all__ = ["EVERY_PASS"]
 
 EVERY_PASS = HeadBindings(tool="mlir-opt-head", driver="loomfuzz-mlir-opt-head-driver", wheel="torch-mlir",
-                          package="torch_mlir", library="libTorchMLIRAggregateCAPI.so")
+                          package="torch_mlir", library="libTorchMLIRAggregateCAPI.so",
+                          engine="torch_mlir.execution_engine")
