@@ -47,21 +47,22 @@ _UNCHANGED = "builtin.module()"
 
 
 def engine_head(optimizer: Optimizer) -> HeadBindings | None:
-    """The head whose tool ``optimizer`` runs, if its bindings execute (and it has a driver)."""
+    """The head whose tool ``optimizer`` runs, if its bindings execute, else None."""
     found = which(optimizer.binary)
     if found is None or optimizer.extra_args:
         return None
     real = os.path.realpath(found)
-    for head in HEADS:
-        if head.engine and which(head.driver) and real in head.stands_for():
-            return head
-    return None
+    return next((head for head in HEADS if head.engine and real in head.stands_for()), None)
 
 
 def _driver_target(head: HeadBindings, optimizer: Optimizer, runtime: str, timeout: float) -> PersistentTarget:
     args = tuple(optimizer.argv()[1:])
     process = Target(name="mlir-opt", argv=(optimizer.binary, *args), timeout=timeout, memory_mb=None)
-    driver = (which(head.driver), "--allow-unregistered-dialect", *args, f"--exec={runtime}", "--fork-server")
+    binary = which(head.driver)
+    if binary is None:  # its output would go to MLIR 22, which cannot read all of it: never that
+        raise DriverError(f"{head.tool} is judged by its own ExecutionEngine through {head.driver}, which is "
+                          f"not installed: pip install -e . (the package's console scripts)")
+    driver = (binary, "--allow-unregistered-dialect", *args, f"--exec={runtime}", "--fork-server")
     return PersistentTarget(process, driver, RESTART_EVERY, fork_server=True)
 
 
@@ -89,7 +90,7 @@ class HeadExecutor:
         runners = getattr(self._local, "runners", None)
         if runners is None:
             runners = self._local.runners = {}
-        key = (head.tool, optimizer.argv()[1:].__repr__())
+        key = (head.tool, tuple(optimizer.argv()[1:]))
         if key not in runners:
             runner = PersistentRunner(_driver_target(head, optimizer, self.toolchain.runtime_library,
                                                      max(optimizer.timeout, self.toolchain.timeout)))
