@@ -5,10 +5,12 @@ Each cell is one ``loomfuzz run`` over the same wide programs (seed 1), its summ
 programs/s; the cells are measured one after another in one run, in rounds that
 alternate their order, on the same machine load.  A release whose persistent driver is
 not built says so (the runner falls back, and the cell is marked); a persistent cell names
-its driver (``loomfuzz-mlir-driver-19`` for 19, ``loomfuzz-head-driver`` for the head).  MLIR 15/16 cannot
-read the oracle rendering: their crash cells are left out (the probe refuses them).
+its driver (``loomfuzz-mlir-driver-19`` for 19, ``loomfuzz-head-driver`` for iree-opt's head,
+``loomfuzz-mlir-opt-head-driver`` for the head with every pass: its persistent driver against a
+process per program through the same bindings).  MLIR 15/16 cannot read the oracle
+rendering: their crash cells are left out (the probe refuses them).
 
-    python benchmarks/bench_targets.py [-n 300] [--rounds 2]
+    python benchmarks/bench_targets.py [-n 300] [--rounds 2] [--releases mlir-opt-head] [--oracles crash]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RATE = re.compile(r"([\d,.]+) programs/s")
 DRIVER = re.compile(r"runner persistent, driver ([\w.-]+)")
-RELEASES = ("mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt")
+RELEASES = ("mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt", "mlir-opt-head")
 CRASH_PIPELINE = "builtin.module(canonicalize,cse)"
 
 
@@ -50,10 +52,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("-n", type=int, default=300, help="programs per cell (default 300)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, order alternating (default 2)")
+    parser.add_argument("--releases", default=",".join(RELEASES),
+                        help=f"the builds, comma-separated (default {','.join(RELEASES)})")
+    parser.add_argument("--oracles", default="crash,differential", help="crash, differential or both (default)")
     args = parser.parse_args()
-    releases = [r for r in RELEASES if shutil.which(r) or shutil.which(r, path=str(Path(sys.executable).parent))]
-    cells = [(r, "crash", k) for r in releases for k in ("process", "batch", "persistent")]
-    cells += [(r, "differential", k) for r in releases for k in ("process", "persistent")]
+    releases = [r for r in args.releases.split(",")
+                if shutil.which(r) or shutil.which(r, path=str(Path(sys.executable).parent))]
+    oracles = args.oracles.split(",")
+    cells = [(r, "crash", k) for r in releases for k in ("process", "batch", "persistent") if "crash" in oracles]
+    cells += [(r, "differential", k) for r in releases for k in ("process", "persistent")
+              if "differential" in oracles]
     rates: dict[tuple, list[float]] = {c: [] for c in cells}
     notes: dict[tuple, str] = {}
     for round_ in range(args.rounds):

@@ -21,7 +21,7 @@ import pytest
 from harness.cli import _parser
 from harness.commands import TargetOptionsConflict, settle_target_options
 from harness.run import head_driver
-from harness.run.head_driver import tool_beside_bindings
+from harness.targets.heads import IREE
 from harness.targets.identity import identify, pipeline_passes
 from harness.run.driver_binary import find_driver
 from harness.run.persistent_runner import PersistentRunner
@@ -177,7 +177,7 @@ def test_the_heads_driver_answers_as_the_heads_tool(tmp_path):
     """A program the head refuses: the driver's diagnostics are iree-opt's own (buffer <stdin>,
     line, column, message, source line and caret), and its status is iree-opt's."""
     program = "func.func @f() {\n  %0 = arith.constant 1 : i32\n  return %0 : i32\n}\n"
-    alone = subprocess.run([str(tool_beside_bindings()), "--pass-pipeline=builtin.module(cse)"],
+    alone = subprocess.run([str(IREE.native_tool_path()), "--pass-pipeline=builtin.module(cse)"],
                            input=program, capture_output=True, text=True)
     target = Target("mlir-opt", (_tool("iree-opt"), "--pass-pipeline=builtin.module(cse)"), build=identify(_tool("iree-opt")))
     head = persistent_target(target)

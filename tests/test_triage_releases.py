@@ -1,7 +1,8 @@
 """The releases a wrong-code bucket reproduces on (issue 35 item 4: ``triage --releases``).
 
 Real ``loomfuzz`` subprocesses, the real installed releases (mlir-opt-15, -16, -19, -22
-from .ci/setup; the development head, the iree-base-compiler wheel's iree-opt) and the
+from .ci/setup; the development head: the iree-base-compiler wheel's iree-opt and
+mlir-opt-head, with every upstream pass, over the torch-mlir wheel's bindings) and the
 trusted toolchain (mlir-opt-22 lowering, mlir-runner-22); the reference values are the
 interpreter's.  Two real findings:
 
@@ -12,7 +13,8 @@ interpreter's.  Two real findings:
   folds ``ceildivsi(INT_MIN, d > 0)`` to its negation (llvm/llvm-project #214637,
   #215696), the pinned program tests/programs/upstream_ceildivsi_int_min_wide.mlir with
   the constant twins the hunt found it with (its ``NAME.exec.mlir`` sidecar, as ``run``
-  writes it).  MLIR 19 folds it right; MLIR 15 and the head's wheel have no such pass.
+  writes it).  MLIR 19 folds it right; MLIR 15 and iree-opt have no such pass; the head
+  with every pass folds it wrong too (its own JIT says so).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def by_name(details: dict) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def double_triaged(double_finding, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    installed("mlir-opt-15", "mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt")
+    installed("mlir-opt-15", "mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt", "mlir-opt-head")
     out = tmp_path_factory.mktemp("double-triaged") / "t"
     done = triage_double(double_finding, out)  # --releases auto, the default; progress lines (no terminal)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -99,22 +101,25 @@ def test_a_planted_rewrite_reproduces_on_the_double_alone(double_triaged, double
     releases = details["releases"]
     names = [r["name"] for r in releases]
     # the optimizer under test first, then the releases in release order
-    assert names == ["buggy-opt", "MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22", "head (24.0.0git)"], names
+    assert names == ["buggy-opt", "MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22", "head (24.0.0git, iree-opt)",
+                     "head (24.0.0git, mlir-opt-head)"], names
     double, found = releases[0], by_name(details)
     assert double["under_test"] and double["binary"] == str(double_finding[1])
     assert double["result"] == "reproduces" and double["same_first_difference"] is True, double
-    for name in ("MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22"):  # MLIR 15/16: the program without flags
+    for name in ("MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22", "head (24.0.0git, mlir-opt-head)"):
+        # MLIR 15/16: the program without flags; the head with every pass: run by its own JIT
         assert found[name]["result"] == "correct", found[name]
         assert not found[name]["under_test"]
     assert found["MLIR 22"]["version"].startswith("22.") and found["MLIR 22"]["binary"].endswith("mlir-opt-22")
-    head = found["head (24.0.0git)"]
+    head = found["head (24.0.0git, iree-opt)"]
     assert head["result"] == "rejects" and head["detail"] == "it has no pass sccp", head
     # said once which releases were found, and shown by the progress line of the minimize stage
     (said,) = [line for line in done.stderr.splitlines() if line.startswith("triage: releases found: ")]
     assert "MLIR 19 (/usr/bin/mlir-opt-19, LLVM 19." in said and "iree-opt, LLVM 24.0.0git)" in said
-    assert re.search(r"triage: minimize 1/1 buckets, 6 release judgement\(s\)", done.stderr), done.stderr
+    assert "mlir-opt-head, LLVM 24.0.0git)" in said
+    assert re.search(r"triage: minimize 1/1 buckets, 7 release judgement\(s\)", done.stderr), done.stderr
     summary = ("buggy-opt (under test): reproduces; MLIR 15: correct; MLIR 16: correct; MLIR 19: correct; "
-               "MLIR 22: correct; head (24.0.0git): rejects")
+               "MLIR 22: correct; head (24.0.0git, iree-opt): rejects; head (24.0.0git, mlir-opt-head): correct")
     assert f"  releases: {summary}" in done.stdout.splitlines()
 
 
@@ -132,11 +137,11 @@ def test_the_reports_show_where_it_reproduces(double_triaged, double_finding):
     assert f"Reproduces on (the minimized program under `{DOUBLE_PIPELINE}`" in md
     assert "| build | binary | LLVM | result | detail |" in md
     assert re.search(r"\| MLIR 19 \| `/usr/bin/mlir-opt-19` \| 19\.\d+\.\d+ \| correct \|", md), md
-    assert "| head (24.0.0git) | " in md and "| rejects | it has no pass sccp |" in md
+    assert "| head (24.0.0git, iree-opt) | " in md and "| rejects | it has no pass sccp |" in md
     page = (out / "report.html").read_text()
     assert '<table class="releases">' in page and '<ul id="releases">' in page
     assert '<tr class="release reproduces"><td>buggy-opt <small>(under test)</small>' in page
-    assert page.count('<tr class="release correct">') == 4
+    assert page.count('<tr class="release correct">') == 5
     shown = loomfuzz("triage", "show", bucket["id"], "--db", out / "triage.db", "--out", out)
     assert shown.returncode == 0, shown.stderr
     assert "releases:     buggy-opt (under test): reproduces; MLIR 15: correct" in shown.stdout
@@ -171,8 +176,9 @@ def test_named_releases_none_and_a_missing_one(double_finding, tmp_path):
 def test_the_upstream_ceildivsi_bug_reproduces_on_mlir_22_not_19(tmp_path):
     """The real bug through real mlir-opt-22 as the optimizer under test: MLIR 22 (and 16)
     fold ceildivsi(INT_MIN, 3) to +715827882, MLIR 19 computes -715827882, as the
-    interpreter does; MLIR 15 and the head's wheel have no int-range-optimizations."""
-    installed("mlir-opt-15", "mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt")
+    interpreter does; MLIR 15 and iree-opt have no int-range-optimizations; the head with
+    every pass reproduces it, judged by its own JIT."""
+    installed("mlir-opt-15", "mlir-opt-16", "mlir-opt-19", "mlir-opt-22", "iree-opt", "mlir-opt-head")
     folder = tmp_path / "a"
     folder.mkdir()
     program = CEILDIVSI.read_text()
@@ -187,20 +193,24 @@ def test_the_upstream_ceildivsi_bug_reproduces_on_mlir_22_not_19(tmp_path):
     assert bucket["culprit"] == "int-range-optimizations" and "arith.ceildivsi" in bucket["minimized_text"]
     assert (details["reference_value"], details["observed_value"]) == ("-715827882", "715827882")
     found = by_name(details)
-    assert list(found) == ["MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22", "head (24.0.0git)"]  # 22 is under test
+    assert list(found) == ["MLIR 15", "MLIR 16", "MLIR 19", "MLIR 22", "head (24.0.0git, iree-opt)",
+                           "head (24.0.0git, mlir-opt-head)"]  # 22 is under test
     assert found["MLIR 22"]["under_test"] and found["MLIR 22"]["result"] == "reproduces"
     assert found["MLIR 22"]["same_first_difference"] is True
     assert found["MLIR 19"]["result"] == "correct", found["MLIR 19"]
     assert found["MLIR 16"]["result"] == "reproduces" and found["MLIR 16"]["same_first_difference"] is True
-    for name in ("MLIR 15", "head (24.0.0git)"):
+    every_pass = found["head (24.0.0git, mlir-opt-head)"]
+    assert every_pass["result"] == "reproduces" and every_pass["same_first_difference"] is True, every_pass
+    for name in ("MLIR 15", "head (24.0.0git, iree-opt)"):
         assert found[name]["result"] == "rejects"
         assert found[name]["detail"] == "it has no pass int-range-optimizations", found[name]
     assert ("MLIR 15: rejects; MLIR 16: reproduces; MLIR 19: correct; MLIR 22 (under test): reproduces; "
-            "head (24.0.0git): rejects") in (out / "report.md").read_text()
+            "head (24.0.0git, iree-opt): rejects; head (24.0.0git, mlir-opt-head): reproduces") in (
+        out / "report.md").read_text()
 
 
 def test_auto_finds_each_mlir_opt_n_once_in_release_order(tmp_path):
-    installed("mlir-opt-16", "mlir-opt-19", "iree-opt")
+    installed("mlir-opt-16", "mlir-opt-19", "iree-opt", "mlir-opt-head")
     folder = tmp_path / "bin"
     folder.mkdir()
     os.symlink(which("mlir-opt-19"), folder / "mlir-opt-19")
@@ -210,9 +220,11 @@ def test_auto_finds_each_mlir_opt_n_once_in_release_order(tmp_path):
     (folder / "mlir-opt-18").write_text("not executable\n")
     found = found_releases(str(folder))
     assert found[:2] == [str(folder / "mlir-opt-16"), str(folder / "mlir-opt-19")]
-    assert [os.path.basename(p) for p in found[2:]] == ["iree-opt"]  # beside this Python, or on PATH
+    # the heads' tools, beside this Python or on PATH: the one with every pass first
+    assert [os.path.basename(p) for p in found[2:]] == ["mlir-opt-head", "iree-opt"]
     selection = releases_from_option("auto", path=str(folder))
-    assert [r.name for r in selection.releases] == ["MLIR 16", "MLIR 19", "head (24.0.0git)"]
+    assert [r.name for r in selection.releases] == ["MLIR 16", "MLIR 19", "head (24.0.0git, iree-opt)",
+                                                    "head (24.0.0git, mlir-opt-head)"]
     assert selection.describe().startswith(f"releases found: MLIR 16 ({folder / 'mlir-opt-16'}, LLVM 16.")
     assert releases_from_option("none").releases == ()
     with pytest.raises(ValueError, match="--releases takes auto, none or PATH"):

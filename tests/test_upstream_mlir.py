@@ -1,9 +1,12 @@
 """Upstream MLIR bugs found by loom-fuzz, pinned as observed in mlir-opt-22 (and 16).
 
 These tests document the behaviour of Debian's ``mlir-opt-22`` (LLVM 22.1.8)
-on programs the fuzzer found.  They assert what happens today, bug included,
-so that a change of behaviour (an upgrade that fixes the bug, or changes it)
-makes them fail and gets looked at.
+on programs the fuzzer found, and of LLVM's development head with every
+upstream pass (``mlir-opt-head``: the torch-mlir 20261001 wheel's MLIR
+bindings, llvm-project 10dbfc4863c9), measured by running each program through
+it.  They assert what happens today, bug included, so that a change of
+behaviour (an upgrade of a release or of the head's wheel that fixes the bug,
+or changes it) makes them fail and gets looked at.
 
 int-range-optimizations hangs on nested loops (issue 9's wide campaign)
 -----------------------------------------------------------------------
@@ -26,8 +29,9 @@ finishes in 0.2 s, on i16 in 2.3 s; i32 is 2^16 times the i16 work).  Not a
 crash: no diagnostic, no output, 100% CPU until killed.  The bounds do not
 matter (the loops here run zero times; 1 to 4 hangs too); one loop alone does
 not hang.  Upstream knows the ratchet (llvm/llvm-project #192235, #193338,
-fixed in main by #196616, a per-lattice widening budget, after LLVM 22).
-The other pipelines of the campaign accept the same program at once.
+fixed in main by #196616, a per-lattice widening budget, after LLVM 22; the
+head with every pass finishes both programs). The other pipelines of the
+campaign accept the same program at once.
 
 sccp folds a loop that may run zero times to its yield (MLIR 16, wrong code)
 ----------------------------------------------------------------------------
@@ -43,7 +47,7 @@ constant, but for ``%n <= 0`` the loop runs zero times and its result is its
 the unoptimized run and mlir-opt-19/22 agree).  In the wide program, region
 graph_14's loop runs ``(a & 31) + 31 & 1`` times: for ``a = 1`` zero times, so
 the region returns 32, and mlir-opt-16's output returns 1.  Debian's mlir-opt-19
-(19.1.7) and mlir-opt-22 keep the loop: fixed upstream between 16 and 19.
+(19.1.7), mlir-opt-22 and the head keep the loop: fixed upstream between 16 and 19.
 
 remove-dead-values deletes values still in use (MLIR 22 and 19; issue 35's hunt)
 --------------------------------------------------------------------------------
@@ -64,7 +68,8 @@ cleanup patterns dereference the null value
 (``tests/programs/upstream_rdv_trip_count_crash_wide.mlir``: SIGSEGV in
 ``mlir::constantTripCount``). MLIR 19 aborts on both ("SmallVector unable to
 grow", the crash tests/test_target_model.py finds on about half of the wide
-programs). The development head's wheel registers no remove-dead-values.
+programs). The head with every pass takes both (its output verifies): fixed or
+changed upstream after LLVM 22; iree-opt registers no remove-dead-values.
 
 canonicalize spins on the control flow of a zero-trip loop (19, 22 and the head)
 -------------------------------------------------------------------------------
@@ -78,8 +83,8 @@ head: the same 9 of 20,000 wide programs time out on both), minimized by
 from 1 to 1 inside ``scf.if``s on one condition. ``convert-scf-to-cf`` alone
 takes 0.06 s; ``canonicalize`` after it never ends (a backtrace of the
 running process: ``applyPatternsGreedily`` folding a commutative op, again
-and again). mlir-opt-19, mlir-opt-22 and the wheel's iree-opt (LLVM
-24.0.0git) all hang. The same spin as llvm/llvm-project PR #221037 ("Fix
+and again). mlir-opt-19, mlir-opt-22 and both heads (iree-opt and
+mlir-opt-head, LLVM 24.0.0git) all hang. The same spin as llvm/llvm-project PR #221037 ("Fix
 non-termination in simplifyBrToBlockWithSinglePred", closed): its reproducer
 (``CF_SPIN`` below) hangs ``canonicalize`` on 22 and on the head too.
 
@@ -98,9 +103,11 @@ llvm/llvm-project #133774; the interpreter and the unoptimized run agree); the
 pass folds it to +715827882: ``intrange::inferCeilDivS`` still computes
 ``-(-a / b)`` for a negative dividend, and ``-INT_MIN`` wraps. MLIR 19 folds it
 right; MLIR 16 folds it wrong too, and MLIR 15 and 16's canonicalize as well (their
-own folder: #89382, fixed by #90947 in 19); MLIR 15 and the development head's wheel
-have no int-range-optimizations. Known
-upstream: #214637 (merged, the arith folder) and #215696 (open, the inference).
+own folder: #89382, fixed by #90947 in 19); MLIR 15 and iree-opt have no
+int-range-optimizations; the head with every pass folds it wrong too. Known upstream:
+#215696 (open, the inference). #214637 (merged 2026-08-12, after the head) made arith's
+own folder fold ceildivsi with an INT_MIN operand; the folder it replaced gave up there
+(its description: a missed fold, not a miscompile), as the head's canonicalize still does.
 Without twins the pass never sees INT_MIN as a constant here: 20,000 wide programs
 through int-range-optimizations gave no finding.
 
@@ -113,7 +120,8 @@ executor sees poison reach a print). Triage minimized the shifts to ``-1 >> (x &
 narrowed to ``i8`` (``NARROW_SHIFT``; upstream #218191, fixed by #218495 after LLVM 22); the
 others narrow an ``i32`` ``muli ... overflow<nsw, nuw>`` of two values in [0, 255] to ``i16``
 with both flags kept, though 65025 overflows ``i16`` signed (``NARROW_FLAGS``; not found
-reported upstream). The hunt of 2026-12-07 (range-known operands,
+reported upstream; the head with every pass keeps the flags too). The head folds the shift
+to -1 and narrows ``NARROW_MAXSI`` only to ``i16``, where [0, 255] fits signed. The hunt of 2026-12-07 (range-known operands,
 ``canonicalize,arith-int-range-narrowing{int-bitwidths-supported=8,16}``, 3,000 programs,
 seed 101) found a third: ``maxsi(0, x & 255)`` narrowed to a signed ``i8`` maximum, where 255
 is -1 (``NARROW_MAXSI``; as upstream #189676, merged after LLVM 22).
@@ -237,6 +245,14 @@ def test_function_hangs_int_range_optimizations(mlir_opt):
     assert not expired.stderr
 
 
+@pytest.mark.parametrize("program", [WIDE, FUNC], ids=["wide", "func"])
+def test_the_head_with_every_pass_no_longer_ratchets(program):
+    """Measured: LLVM's head (10dbfc4863c9) has #196616's widening budget; both programs finish."""
+    done = _on_head("--allow-unregistered-dialect", INT_RANGE, text=program.read_text())
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("module {")
+
+
 def test_function_on_i8_terminates(mlir_opt):
     """The mechanism: on i8 the same ratchet ends after 2^7 steps."""
     proc = subprocess.run([mlir_opt, "--int-range-optimizations"],
@@ -260,6 +276,7 @@ def test_mlir_16_sccp_folds_a_loop_that_may_not_run(mlir_opt):
     wrong = _sccp("mlir-opt-16", ZERO_TRIP)
     assert "scf.for" not in wrong and "return %c1_i32 : i32" in wrong, wrong
     assert "scf.for" in _sccp(mlir_opt, ZERO_TRIP)  # the current release keeps the loop
+    assert "scf.for" in _sccp(_every_pass_head(), ZERO_TRIP)  # and the head with every pass
 
 
 def test_the_judge_finds_it_in_the_wide_program():
@@ -303,6 +320,16 @@ def test_remove_dead_values_crashes_in_constant_trip_count(mlir_opt):
     done = _remove_dead_values(mlir_opt, RDV_TRIP_COUNT)
     assert done.returncode < 0 or done.returncode == 139, done.returncode  # SIGSEGV
     assert "mlir::constantTripCount" in done.stderr
+
+
+@pytest.mark.parametrize("program", [RDV_NULL_OPERAND, RDV_TRIP_COUNT])
+def test_the_head_with_every_pass_takes_both(program):
+    """Measured: LLVM's head (10dbfc4863c9) neither leaves a null operand nor crashes on either
+    program: its remove-dead-values output verifies, and canonicalize after it too."""
+    for passes in ((), ("canonicalize",)):
+        done = _remove_dead_values(_every_pass_head(), program, *passes)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert done.stdout.startswith("module {")
 
 
 @pytest.mark.parametrize("program", [RDV_NULL_OPERAND, RDV_TRIP_COUNT])
@@ -353,6 +380,20 @@ def _head() -> str:
     return found
 
 
+def _every_pass_head() -> str:
+    """``mlir-opt-head``: LLVM's development head with every upstream pass (torch-mlir's bindings,
+    llvm-project 10dbfc4863c9 in torch-mlir 20261001)."""
+    found = shutil.which("mlir-opt-head") or shutil.which("mlir-opt-head", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("mlir-opt-head is not installed (bash .ci/setup installs the test extras)")
+    return found
+
+
+def _on_head(*args: str, text: str | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run([_every_pass_head(), *args], input=text, capture_output=True, text=True, timeout=120)
+    return done
+
+
 def test_canonicalize_after_scf_to_cf_hangs_on_22(mlir_opt):
     lowered = subprocess.run([mlir_opt, "--allow-unregistered-dialect",
                               "--pass-pipeline=builtin.module(convert-scf-to-cf)", str(CF_HANG)],
@@ -363,11 +404,11 @@ def test_canonicalize_after_scf_to_cf_hangs_on_22(mlir_opt):
     assert not expired.stderr  # no diagnostic, no stack dump
 
 
-def test_the_development_head_hangs_too():
-    head = _head()
-    _hangs([head, "--allow-unregistered-dialect", "--pass-pipeline=builtin.module(convert-scf-to-cf,canonicalize)"],
-           CF_HANG.read_text())
-    _hangs([head, "--canonicalize"], CF_SPIN)
+@pytest.mark.parametrize("head", [_head, _every_pass_head], ids=["iree-opt", "mlir-opt-head"])
+def test_the_development_head_hangs_too(head):
+    _hangs([head(), "--allow-unregistered-dialect",
+            "--pass-pipeline=builtin.module(convert-scf-to-cf,canonicalize)"], CF_HANG.read_text())
+    _hangs([head(), "--canonicalize"], CF_SPIN)
 
 
 def test_the_upstream_reproducer_of_the_spin_hangs_22(mlir_opt):
@@ -406,6 +447,17 @@ def test_mlir_22_int_range_optimizations_folds_ceildivsi_of_int_min_to_its_negat
     if binary is None:
         pytest.fail("mlir-opt-19 is not installed (bash .ci/setup installs it)")
     assert f"arith.constant {right} : i32" in _folded(binary, divisor, "--int-range-optimizations")
+
+
+@pytest.mark.parametrize("divisor", [2, 3, 5, 7])
+def test_the_head_with_every_pass_folds_ceildivsi_of_int_min_to_its_negation_too(divisor):
+    """Measured: LLVM's head (10dbfc4863c9) has the bug (#215696, open, is not in it); its own
+    folder (canonicalize) leaves the operation alone: the conservative folder #214637 replaced
+    (merged 2026-08-12, after this head)."""
+    right = -((2 ** 31) // divisor)
+    head = _every_pass_head()
+    assert f"arith.constant {-right} : i32" in _folded(head, divisor, "--int-range-optimizations")
+    assert "arith.ceildivsi" in _folded(head, divisor, "--canonicalize")
 
 
 def _release(major: int) -> str:
@@ -491,6 +543,8 @@ def test_mlir_22_narrowing_narrows_a_shift_past_its_new_width(mlir_opt):
     the IR executor's poison, the JIT's garbage."""
     out = _narrowed(mlir_opt, NARROW_SHIFT, "8")
     assert re.search(r"arith\.shrsi %\S+, %\S+ : i8", out), out
+    head = _narrowed(_every_pass_head(), NARROW_SHIFT, "8")  # measured: the head folds it to -1
+    assert "shrsi" not in head and re.search(r"return %c-1_i32 : i32", head), head
 
 
 def test_mlir_22_narrowing_keeps_overflow_flags_that_no_longer_hold(mlir_opt):
@@ -503,6 +557,12 @@ def test_mlir_22_narrowing_keeps_overflow_flags_that_no_longer_hold(mlir_opt):
     assert 255 * 255 > 2 ** 15 - 1  # the signed i16 range the flag promises to stay in
     plain = _narrowed(mlir_opt, NARROW_FLAGS.replace(" overflow<nsw, nuw>", ""), "16")
     assert re.search(r"arith\.muli %\S+, %\S+ : i16", plain), plain
+
+
+def test_the_head_with_every_pass_keeps_the_overflow_flags_too():
+    """Measured: LLVM's head (10dbfc4863c9) narrows the product to i16 with both flags kept, as 22."""
+    out = _narrowed(_every_pass_head(), NARROW_FLAGS, "16")
+    assert re.search(r"arith\.muli %\S+, %\S+ overflow<nsw, nuw> : i16", out), out
 
 
 @pytest.mark.parametrize("op, program, by_hand", [
@@ -524,3 +584,6 @@ def test_mlir_22_narrowing_narrows_a_signed_operation_past_the_sign_bit(mlir_opt
     assert re.search(r"arith\.extui %\S+ : i8 to i32", out), out  # the i8 result read back unsigned
     before, after = by_hand
     assert before != after and after == 0
+    # measured: LLVM's head (10dbfc4863c9, with #189676) narrows it to i16, where [0, 255] fits signed
+    head = _narrowed(_every_pass_head(), program, "8,16")
+    assert re.search(rf"arith\.{op} %\S+, %\S+ : i16", head) and ": i8" not in head, head

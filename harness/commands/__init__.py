@@ -83,7 +83,8 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None, *, judgin
                         help="the build under test: loom-opt (canonical programs; the default), "
                              "mlir-opt (upstream: $MLIR_OPT, else mlir-opt-22; oracle rendering)"
                              + ("" if targets else
-                                ", or any build by name or path (mlir-opt-19, iree-opt, "
+                                ", or any build by name or path (mlir-opt-19; LLVM's development head: "
+                                "mlir-opt-head, with every upstream pass, or iree-opt; "
                                 "/opt/llvm/bin/mlir-opt, a loom-raise-opt): its family, release and "
                                 "capabilities are asked of it once, shown in the summary and stored "
                                 "in every finding; with --oracle differential the optimizer (default "

@@ -94,7 +94,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     oracles.add_argument("--releases", default="auto", metavar="auto|none|PATH[,PATH...]",
                         help="with --oracle differential: the builds each wrong-code bucket's minimized "
                              "program is judged on too, under the pipeline it was found with (auto, the "
-                             "default: every mlir-opt-N on PATH and iree-opt where found; none: no other "
+                             "default: every mlir-opt-N on PATH and the development head's mlir-opt-head and "
+                             "iree-opt where found; none: no other "
                              "build); the report says which it reproduces on")
     where.add_argument("-o", "--output", metavar="FILE",
                        help="report-upstream: where the report goes (default: standard output)")

@@ -18,11 +18,14 @@ and never reaches into an implementation.  ``--runner`` picks it:
                process
 =============  ===============================================================
 
-Both give the same verdicts for the same programs (tests/test_inprocess.py).
+Both give the same verdicts for the same programs (tests/test_inprocess.py).  Either is
+wrapped by :class:`harness.execute.head_executor.HeadExecutor`: an optimizer that is LLVM's
+development head with an ExecutionEngine (``mlir-opt-head``) runs its own output.
 """
 
 from __future__ import annotations
 
+from harness.execute.head_executor import HeadExecutor
 from harness.execute.process_executor import Executor, ProcessExecutor
 from harness.execute.toolchain import Toolchain
 
@@ -51,10 +54,11 @@ def make_executor(kind: str | None, toolchain: Toolchain, *, driver: str | None 
     for ``persistent`` without a driver."""
     kind = kind or default_executor_kind()
     if kind in ("process", "batch"):
-        return ProcessExecutor(toolchain)
+        return HeadExecutor(ProcessExecutor(toolchain), toolchain)
     if kind == "persistent":
         # imported when asked for: the driver's modules are not every oracle's import
         from harness.execute.inprocess import InProcessExecutor
 
-        return InProcessExecutor(toolchain, driver=driver, executor=in_process, cross_check=cross_check)
+        return HeadExecutor(InProcessExecutor(toolchain, driver=driver, executor=in_process,
+                                              cross_check=cross_check), toolchain)
     raise ValueError(f"the differential oracle runs with --runner persistent or process, not {kind!r}")

@@ -106,6 +106,7 @@ class InProcessSides:
 
     def __init__(self, oracle: OracleSettings, *, primary_in_driver: bool) -> None:
         executor = oracle.executor()  # the settings' own drivers (closed with the executors)
+        executor = getattr(executor, "base", executor)  # under the head's wrapper (execute/head_executor.py)
         if not isinstance(executor, InProcessExecutor):
             raise DriverError("the settings' executor is not the persistent driver")
         self.executor = executor

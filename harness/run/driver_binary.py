@@ -9,17 +9,17 @@ another build that happens to print the same ``--version``.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
 from harness.run.driver_protocol import DriverError
+from harness.targets.heads import HEADS, head_of_driver
 from harness.targets.identity import BuildIdentity, IdentityError, identify, which
 
 __all__ = [
     "DRIVER_ENV",
     "DRIVER_NAME",
-    "HEAD_DRIVER_NAME",
+    "HEAD_DRIVER_NAMES",
     "LOOM_DRIVER_ENV",
     "default_driver_path",
     "driver_candidates",
@@ -31,7 +31,8 @@ __all__ = [
 DRIVER_ENV = "LOOMFUZZ_MLIR_DRIVER"  # the upstream driver (native/build/loomfuzz-mlir-driver)
 LOOM_DRIVER_ENV = "LOOMFUZZ_LOOM_DRIVER"  # the same driver built inside loom's tree
 DRIVER_NAME = "loomfuzz-mlir-driver"
-HEAD_DRIVER_NAME = "loomfuzz-head-driver"  # harness/run/head_driver.py (console script)
+#: the head wheels' persistent drivers (harness/run/head_driver.py, console scripts)
+HEAD_DRIVER_NAMES = tuple(head.driver for head in HEADS)
 
 
 def default_driver_path() -> Path:
@@ -49,16 +50,18 @@ def release_driver_path(major: int) -> Path:
 
 def driver_candidates() -> list[str]:
     """The upstream drivers this checkout has, the default first: the MLIR 22 driver,
-    one per other release (``loomfuzz-mlir-driver-19``), and the development head's
-    (``loomfuzz-head-driver``, over the head extra's bindings; found beside this Python)."""
+    one per other release (``loomfuzz-mlir-driver-19``), and the development head's, one per
+    head wheel (``loomfuzz-head-driver``, ``loomfuzz-mlir-opt-head-driver``: over the head
+    extra's bindings; found beside this Python)."""
     default = default_driver_path()
     found = [str(default)] if default.is_file() and os.access(default, os.X_OK) else []
     for path in sorted(default.parent.glob(f"{DRIVER_NAME}-*")):
         if path.is_file() and os.access(path, os.X_OK) and not path.name.endswith(".tmp"):
             found.append(str(path))
-    head = which(HEAD_DRIVER_NAME)
-    if head:
-        found.append(head)
+    for name in HEAD_DRIVER_NAMES:
+        head = which(name)
+        if head:
+            found.append(head)
     return found
 
 
@@ -67,8 +70,9 @@ def find_driver(target_name: str, build: BuildIdentity | None = None) -> Optiona
 
     ``mlir-opt``: ``$LOOMFUZZ_MLIR_DRIVER``, else the driver of
     :func:`driver_candidates` built from the target's release (``build``): the one
-    whose ``--version`` names the same LLVM release; without a build, or when none
-    does, the default ``native/build/loomfuzz-mlir-driver`` (whose release then
+    whose ``--version`` names the same LLVM release, and of several such (the two head
+    wheels are both ``24.0.0git``) the one that stands for the target's binary
+    (:func:`stands_for`); without a build, or when none does, the default ``native/build/loomfuzz-mlir-driver`` (whose release then
     differs: :func:`harness.run.runners.driver_mismatch` says so).
     ``loom-opt``: ``$LOOMFUZZ_LOOM_DRIVER`` (the driver built in loom's tree
     with ``-DLOOMFUZZ_WITH_LOOM=ON``; README: Persistent targets).
@@ -84,12 +88,18 @@ def find_driver(target_name: str, build: BuildIdentity | None = None) -> Optiona
         return None
     candidates = driver_candidates()
     if build is not None and build.version:
+        same = []
         for candidate in candidates:
             try:
                 if identify(candidate).version == build.version:
-                    return candidate
+                    same.append(candidate)
             except IdentityError:
                 continue
+        for candidate in same:
+            if build.binary in (stands_for(candidate) or ()):
+                return candidate
+        if same:
+            return same[0]
     default = default_driver_path()
     return str(default) if str(default) in candidates else None
 
@@ -100,23 +110,17 @@ def stands_for(driver: str) -> tuple[str, ...] | None:
 
     A driver ``.ci/setup`` built for release N is linked with Debian's libMLIR N, the
     library of ``mlir-opt-N``: it stands for that binary alone (empty where it is not
-    installed).  The head's driver runs the ``iree-base-compiler`` wheel's bindings: it
-    stands for the wheel's ``iree-opt`` (the binary beside them and this environment's
-    ``iree-opt`` script, which runs it)."""
+    installed).  A head's driver runs a head wheel's bindings: it stands for that head's
+    tool (``iree-opt``: the binary beside the bindings and this environment's ``iree-opt``
+    script, which runs it; ``mlir-opt-head``: the script over the bindings)."""
     real = os.path.realpath(driver)
     for env in (DRIVER_ENV, LOOM_DRIVER_ENV):
         given = os.environ.get(env)
         if given and os.path.realpath(given) == real:
             return None
-    if os.path.basename(driver) == HEAD_DRIVER_NAME:
-        try:
-            from harness.run.head_driver import tool_beside_bindings
-
-            tool = tool_beside_bindings()
-        except ImportError:  # no wheel: the driver cannot run either
-            return ()
-        script = Path(sys.executable).parent / "iree-opt"
-        return tuple(os.path.realpath(p) for p in (tool, script) if os.path.exists(p))
+    head = head_of_driver(driver)
+    if head is not None:
+        return head.stands_for()
     try:
         version = identify(driver).version
     except IdentityError:

@@ -1,43 +1,45 @@
-"""The persistent driver of LLVM's development head: the native driver's protocol
-over the MLIR Python bindings of the ``iree-base-compiler`` wheel.
+"""The persistent driver of LLVM's development head: the native driver's protocol over a
+head wheel's MLIR Python bindings (:mod:`harness.targets.heads`).
 
-The wheel's ``iree-opt`` (LLVM 24.0.0git) and its bindings (``iree.compiler.ir``,
-``iree.compiler.passmanager``) are the same build: both are ``libIREECompiler.so``
-of one wheel.  A process per program costs about 50 ms (220 ms through the wheel's
-Python launcher); parse + passes + print through the bindings costs about 3 ms.
-So this driver stands for the wheel's ``iree-opt`` the way
-``native/build/loomfuzz-mlir-driver`` stands for ``mlir-opt-22``: the same frames
-(``LFD1``/``LFR1``; ``--fork-server``: ``LFZ1``/``LFC1``/``LFX1``, native/README.md),
-the same flags for what it supports, and ``--version``/``--help`` answered by the
-wheel's ``iree-opt`` itself, so :func:`harness.targets.identity.identify` sees the
-build it stands for.
+Each head wheel is one build: its bindings and the tool that stands for it (the
+``iree-base-compiler`` wheel's ``iree-opt``, one library with its ``iree.compiler``
+bindings; ``mlir-opt-head`` over the ``torch-mlir`` wheel's bindings, with every upstream
+pass).  A process per program costs about 50 ms (220 ms through a Python launcher); parse +
+passes + print through the bindings costs about 3 ms.  So this driver stands for the head's
+tool the way ``native/build/loomfuzz-mlir-driver`` stands for ``mlir-opt-22``: the same frames
+(``LFD1``/``LFR1``; ``--fork-server``: ``LFZ1``/``LFC1``/``LFX1``, native/README.md), the same
+flags for what it supports, its diagnostics as the tool prints them, and ``--version``/
+``--help`` answered by the tool itself, so :func:`harness.targets.identity.identify` sees the
+build it stands for.  One console script per wheel: ``loomfuzz-head-driver`` (iree-opt's,
+:func:`main`) and ``loomfuzz-mlir-opt-head-driver`` (mlir-opt-head's, :func:`main_every_pass`).
 
 It knows the flags in :data:`FLAGS`; :func:`unsupported` names the first other
 one, and the harness then runs the target itself instead (never a guess at what a
-flag would have done).  Only the standard library and ``iree.compiler`` are
-imported: it is a start-up path.
+flag would have done).  Only the standard library and the bindings are imported: it
+is a start-up path.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import re
 import signal
 import struct
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-__all__ = ["FLAGS", "HeadDriverOptions", "main", "parse_flags", "tool_beside_bindings", "unsupported"]
+from harness.targets.head_bindings import HeadBindings, HeadNotInstalled, format_error
+from harness.targets.heads import EVERY_PASS, IREE
 
-#: What this driver takes: mlir-opt's spelling, the native driver's own flags.
-FLAGS = ("--pass-pipeline=", "--allow-unregistered-dialect", "--emit-output", "--fork-server")
+__all__ = ["FLAGS", "HeadDriverOptions", "main", "main_every_pass", "parse_flags", "serve", "unsupported"]
+
+#: What this driver takes: mlir-opt's spelling, the native driver's own flags; ``--exec=RUNTIME``:
+#: the head judges its own output (harness.run.head_exec; RUNTIME defines printI64).
+FLAGS = ("--pass-pipeline=", "--allow-unregistered-dialect", "--emit-output", "--fork-server", "--exec=")
 _U32 = struct.Struct("<I")
 _RETIRE = 0xFFFFFFFF
 _WORKER_SAW_EOF = 75
 _MAX_PROGRAM = 256 << 20
-_LOCATION = re.compile(r'^loc\("-":(\d+):(\d+)\)$')
 
 
 @dataclass
@@ -48,6 +50,7 @@ class HeadDriverOptions:
     allow_unregistered: bool = False
     emit_output: bool = False
     fork_server: bool = False
+    exec_runtime: str | None = None  # --exec=RUNTIME: answer with harness.run.head_exec
     rest: list[str] = field(default_factory=list)  # flags this driver does not know
 
 
@@ -63,6 +66,8 @@ def parse_flags(argv: list[str]) -> HeadDriverOptions:
             options.emit_output = True
         elif arg == "--fork-server":
             options.fork_server = True
+        elif arg.startswith("--exec="):
+            options.exec_runtime = arg.split("=", 1)[1]
         else:
             options.rest.append(arg)
     return options
@@ -72,13 +77,6 @@ def unsupported(argv: list[str]) -> str | None:
     """The first flag of a target's arguments this driver cannot honour, or None."""
     rest = parse_flags(list(argv)).rest
     return rest[0] if rest else None
-
-
-def tool_beside_bindings() -> Path:
-    """The wheel's own ``iree-opt`` binary: the tool built from the same library."""
-    import iree.compiler
-
-    return Path(iree.compiler.__file__).resolve().parent / "_mlir_libs" / "iree-opt"
 
 
 # ------------------------------------------------------------------ frames
@@ -152,50 +150,25 @@ def _follow_parent_of_worker() -> None:
         os._exit(0)
 
 
-# ------------------------------------------------------------ diagnostics
-
-
-def _format(diagnostic, lines: list[str], out: list[str]) -> None:
-    """One diagnostic as mlir-opt prints it (buffer ``<stdin>``, source line, caret)."""
-    severity = str(diagnostic.severity).rsplit(".", 1)[-1].lower()
-    kind = {"error": "error", "warning": "warning", "note": "note", "remark": "remark"}.get(severity, severity)
-    match = _LOCATION.match(str(diagnostic.location))
-    if match:
-        line, column = int(match[1]), int(match[2])
-        out.append(f"<stdin>:{line}:{column}: {kind}: {diagnostic.message}")
-        if 0 < line <= len(lines):
-            out.append(lines[line - 1])
-            out.append(" " * max(column - 1, 0) + "^")
-    else:
-        out.append(f"{diagnostic.location}: {kind}: {diagnostic.message}")
-    for note in diagnostic.notes:
-        _format(note, lines, out)
-
-
-def _diagnostics(error, text: str) -> str:
-    lines = text.splitlines()
-    out: list[str] = []
-    for diagnostic in getattr(error, "error_diagnostics", None) or []:
-        _format(diagnostic, lines, out)
-    if not out:
-        out.append(f"<stdin>: error: {error}")
-    return "\n".join(out) + "\n"
-
-
 # ------------------------------------------------------------------ serving
 
 
-def _serve(options: HeadDriverOptions, protocol: _Protocol) -> None:
-    from iree.compiler import ir, passmanager
-
+def _serve(bindings: HeadBindings, options: HeadDriverOptions, protocol: _Protocol) -> None:
+    ir, passmanager = bindings.load()
     context = ir.Context()
     context.allow_unregistered_dialects = options.allow_unregistered
     context.enable_multithreading(False)  # a fork-server worker must not inherit a pool
     try:
         pm = passmanager.PassManager.parse(options.pipeline, context)
     except Exception as error:  # noqa: BLE001 - MLIR's one exception type for every parse error
-        sys.stderr.write(f"loomfuzz-head-driver: invalid pass pipeline: {error}\n")
+        sys.stderr.write(f"{bindings.driver}: invalid pass pipeline: {error}\n")
         sys.exit(1)
+    executor = None
+    if options.exec_runtime:
+        from harness.run.head_exec import HeadExec
+
+        executor = HeadExec(ir, passmanager, bindings.load_engine(), context, pm, options.exec_runtime,
+                            format_error)
 
     if options.fork_server:
         _serve_forks(protocol)
@@ -211,7 +184,7 @@ def _serve(options: HeadDriverOptions, protocol: _Protocol) -> None:
         if options.fork_server and length == _RETIRE:
             os._exit(0)
         if length > _MAX_PROGRAM:
-            sys.stderr.write(f"loomfuzz-head-driver: protocol error: a program of {length} bytes "
+            sys.stderr.write(f"{bindings.driver}: protocol error: a program of {length} bytes "
                              f"(limit {_MAX_PROGRAM})\n")
             sys.exit(2)
         data = protocol.read(length) if length else b""
@@ -220,6 +193,11 @@ def _serve(options: HeadDriverOptions, protocol: _Protocol) -> None:
         sequence += 1
         text = data.decode("utf-8", errors="replace")
         status, diagnostics, output = 1, "", ""
+        if executor is not None:
+            body = b"", executor.answer(text)
+            protocol.write(b"LFR1" + _U32.pack(sequence) + _U32.pack(0)
+                           + _U32.pack(0) + _U32.pack(len(body[1])) + body[1])
+            continue
         try:
             module = ir.Module.parse(text, context)
             pm.run(module.operation)
@@ -228,28 +206,50 @@ def _serve(options: HeadDriverOptions, protocol: _Protocol) -> None:
                 output = str(module) + "\n"
             del module
         except ir.MLIRError as error:
-            diagnostics = _diagnostics(error, text)
+            diagnostics = format_error(error, text.splitlines())
         sys.stderr.flush()
         body = diagnostics.encode(), output.encode()
         protocol.write(b"LFR1" + _U32.pack(sequence) + _U32.pack(status)
                        + _U32.pack(len(body[0])) + body[0] + _U32.pack(len(body[1])) + body[1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``loomfuzz-head-driver [FLAGS]``: serve programs framed on stdin."""
+def serve(bindings: HeadBindings, argv: list[str] | None = None) -> int:
+    """``DRIVER [FLAGS]``: serve programs framed on stdin through ``bindings``."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    name = bindings.driver
     if any(arg == "--version" or arg.startswith("--help") for arg in argv):
-        # the wheel's own tool answers for its library: identify() sees that build
-        tool = tool_beside_bindings()
-        os.execv(str(tool), [str(tool), *argv])
+        # the tool answers for its build: identify() sees that build
+        if bindings.native_tool is None:
+            from harness.targets.mlir_opt_head import main as tool
+
+            return tool(argv)
+        try:
+            native = str(bindings.native_tool_path())
+        except HeadNotInstalled as error:
+            sys.stderr.write(f"{error}\n")
+            return 2
+        os.execv(native, [native, *argv])
     options = parse_flags(argv)
     if options.rest:
-        sys.stderr.write(f"loomfuzz-head-driver: unsupported flag {options.rest[0]} "
-                         f"(it takes {', '.join(FLAGS)})\n")
+        sys.stderr.write(f"{name}: unsupported flag {options.rest[0]} (it takes {', '.join(FLAGS)})\n")
         return 2
     _follow_parent()
-    _serve(options, _Protocol())
+    try:
+        _serve(bindings, options, _Protocol())
+    except HeadNotInstalled as error:
+        sys.stderr.write(f"{error}\n")
+        return 2
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``loomfuzz-head-driver``: the ``iree-base-compiler`` wheel's head (``iree-opt``)."""
+    return serve(IREE, argv)
+
+
+def main_every_pass(argv: list[str] | None = None) -> int:
+    """``loomfuzz-mlir-opt-head-driver``: the head with every pass (``mlir-opt-head``)."""
+    return serve(EVERY_PASS, argv)
 
 
 if __name__ == "__main__":

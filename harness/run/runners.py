@@ -40,7 +40,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 from harness.run import head_driver
 from harness.run.batch import BatchSizer, ProgramResult, run_batch
-from harness.run.driver_binary import HEAD_DRIVER_NAME, find_driver, stands_for
+from harness.run.driver_binary import HEAD_DRIVER_NAMES, find_driver, stands_for
 from harness.run.driver_protocol import DriverError
 from harness.run.persistent_evidence import PersistentEvidence
 from harness.run.persistent_runner import PersistentRunner
@@ -397,7 +397,7 @@ def driver_mismatch(target: Target) -> str | None:
     missing = [name for pipeline in pipelines for name in pipeline_passes(pipeline) if name not in mine.passes]
     if missing:  # mlir-opt's test passes (test-loop-unrolling) are not in libMLIR
         return f"the persistent driver {driver} registers no pass named {missing[0]} (the target does)"
-    if os.path.basename(driver) == HEAD_DRIVER_NAME:
+    if os.path.basename(driver) in HEAD_DRIVER_NAMES:
         flag = head_driver.unsupported(target.argv[1:])
         if flag:
             return f"the development head's persistent driver does not take {flag}"

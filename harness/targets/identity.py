@@ -1,7 +1,7 @@
 """What the tool under test is: its family, its release and what it accepts, found once.
 
 A user names a build (``--target mlir-opt-19``, ``--target /opt/llvm/bin/mlir-opt``,
-``--target iree-opt``, ``--target loom-opt``); everything that runs programs must
+``--target iree-opt``, ``--target mlir-opt-head``, ``--target loom-opt``); everything that runs programs must
 run exactly that build and read its output the way that build writes it.  So
 before anything runs, :func:`identify` asks the binary itself, once:
 
@@ -102,7 +102,8 @@ def pipeline_passes(pipeline: str) -> list[str]:
 
 def which(name: str) -> str | None:
     """``name`` on PATH, else beside this Python (a tool pip installed into loom-fuzz's own
-    environment, such as the ``head`` extra's ``iree-opt``, when that is not on PATH)."""
+    environment, such as the ``head`` extra's ``iree-opt`` or loom-fuzz's ``mlir-opt-head``,
+    when that is not on PATH)."""
     return shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
 
 
@@ -131,9 +132,14 @@ def identify(binary: str) -> BuildIdentity:
 
 @functools.lru_cache(maxsize=64)
 def _identify(real: str, size: int, mtime_ns: int) -> BuildIdentity:  # size, mtime: the cache key
-    version_text = _ask(real, "--version")
-    help_text = _ask(real, "--help")
+    version_status, version_text = _ask(real, "--version")
+    help_status, help_text = _ask(real, "--help")
     match = _VERSION.search(version_text)
+    if version_status and help_status and not match and not _HELP_FLAG.search(help_text):
+        # it can say neither what it is nor what it takes (a head tool without its wheel:
+        # its own line says how to install it)
+        said = next((line.strip() for line in version_text.splitlines() if line.strip()), "")
+        raise IdentityError(said or f"{real} --version exits with status {version_status}")
     version = "".join((match.group(1), ".", match.group(2), ".", match.group(3), match.group(4))) if match else None
     line = next((ln.strip() for ln in version_text.splitlines() if "version" in ln.lower()), "")
     flags = frozenset(_HELP_FLAG.findall(help_text))
@@ -152,12 +158,13 @@ def _identify(real: str, size: int, mtime_ns: int) -> BuildIdentity:  # size, mt
     )
 
 
-def _ask(binary: str, flag: str) -> str:
+def _ask(binary: str, flag: str) -> tuple[int, str]:
+    """(exit status, what it printed) of ``binary flag``; a timeout is status 0, nothing said."""
     try:
-        done = subprocess.run([binary, flag], capture_output=True, text=True, timeout=20,
+        done = subprocess.run([binary, flag], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL, errors="replace")
     except subprocess.TimeoutExpired:
-        return ""
+        return 0, ""
     except OSError as error:
         raise IdentityError(f"cannot run {binary}: {error.strerror}") from None
-    return done.stdout + done.stderr
+    return done.returncode, done.stdout + done.stderr

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 from harness.targets.expectations import DEFAULT_RULE, Expectations, builtin_expectations, load_expectations
 from harness.targets.folders import build_key
+from harness.targets.heads import head_of_tool
 from harness.targets.identity import BuildIdentity, IdentityError, identify, which
 
 __all__ = ["DEFAULT_LOOM_PASS_ARGS", "DEFAULT_MLIR_PIPELINE", "FAMILIES", "Target", "TargetNotFound", "explicit_binary",
@@ -197,6 +198,7 @@ def resolve_target(
     ``pipeline`` (default ``DEFAULT_MLIR_PIPELINE``); oracle rendering.
 
     Any other name, or a path: a build of its own (``mlir-opt-19``, ``iree-opt``,
+    ``mlir-opt-head``: LLVM's development head, harness.targets.heads;
     ``/opt/llvm/bin/mlir-opt``), binary ``loom_opt`` / ``mlir_opt`` or ``name``,
     asked once what it is (:func:`harness.targets.identity.identify`): a tool that
     takes mlir-opt's flags is the ``mlir-opt`` target with that binary, one that
@@ -222,7 +224,13 @@ def resolve_target(
     else:
         # a build named by name or path (mlir-opt-19, /opt/llvm/bin/mlir-opt, iree-opt,
         # a loom-raise-opt elsewhere): its family is what it says of itself, or --family
-        binary = explicit_binary(loom_opt or mlir_opt or name, name)
+        head = None if (loom_opt or mlir_opt) else head_of_tool(name)
+        try:
+            binary = explicit_binary(loom_opt or mlir_opt or name, name)
+        except TargetNotFound:
+            if head is None:
+                raise
+            raise TargetNotFound(f"{head.tool} is not installed: {head.install_hint()}") from None
         build = _identity(binary)
         if family is not None:
             reason = f"--family {family}"

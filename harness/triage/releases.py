@@ -10,9 +10,10 @@ reads the program as its parser does (MLIR 15/16: without overflow flags,
 
 Which releases (:func:`releases_from_option`, the option's value):
 
-* ``auto``: every ``mlir-opt-N`` on PATH and ``iree-opt`` where
-  :func:`harness.targets.identity.which` finds it (LLVM's development head), one per
-  binary, in release order;
+* ``auto``: every ``mlir-opt-N`` on PATH and LLVM's development head where
+  :func:`harness.targets.identity.which` finds it (each head wheel's tool,
+  :mod:`harness.targets.heads`: ``mlir-opt-head`` with every upstream pass, the
+  ``iree-base-compiler`` wheel's ``iree-opt``), one per binary, in release order;
 * ``none``: no release is judged;
 * ``PATH[,PATH...]``: those builds (a name on PATH or a path).
 
@@ -45,6 +46,7 @@ from typing import Callable, Sequence
 from harness.execute.differential import ExecutorsDisagree, OptimizerError, ReferenceFailed, Same, TargetFailed, \
     WrongCode
 from harness.oracles.differential_runner import OracleSettings, oracle_settings
+from harness.targets.heads import HEADS
 from harness.targets.identity import HEX_ELEMENTS_OPTION, IdentityError, identify, which
 from harness.run.driver_protocol import DriverError
 from harness.triage.wrong_code import DISAGREEMENT, disagreement_of, verdict_of
@@ -64,7 +66,7 @@ _CRASH = re.compile(r"Assertion .* failed|LLVM ERROR|Stack dump|PLEASE submit a 
 class Release:
     """One build to judge a bucket's program with."""
 
-    name: str  # "MLIR 19", "head (24.0.0git)"; a build of no release: its file name
+    name: str  # "MLIR 19", "head (24.0.0git, mlir-opt-head)"; a build of no release: its file name
     binary: str  # as given or found (a path, or a name on PATH)
     version: str | None  # its LLVM version ("19.1.7", "24.0.0git"); None: unknown
     missing: str | None = None  # why it cannot run (its result is then "not run")
@@ -79,12 +81,13 @@ class Release:
 
 
 def _name_of(version: str | None, binary: str) -> str:
-    """``MLIR 19``; ``head (24.0.0git)`` for a development build; the file name otherwise."""
+    """``MLIR 19``; ``head (24.0.0git, mlir-opt-head)`` for a development build (two head
+    builds of one version differ by their tool); the file name otherwise."""
     if version is None:
         return os.path.basename(binary)
     major, _, rest = version.partition(".")
     if not re.fullmatch(r"[\d.]*", rest):  # 24.0.0git: no release, LLVM's development head
-        return f"head ({version})"
+        return f"head ({version}, {os.path.basename(binary)})"
     return f"MLIR {major}"
 
 
@@ -109,8 +112,9 @@ def _release_order(release: Release) -> tuple:
 
 
 def found_releases(path: str | None = None) -> list[str]:
-    """Every ``mlir-opt-N`` on ``path`` (default: PATH), then ``iree-opt`` where found; one
-    name per binary (the first found of those that are the same file)."""
+    """Every ``mlir-opt-N`` on ``path`` (default: PATH), then each head's tool where found
+    (``mlir-opt-head``, ``iree-opt``); one name per binary (the first found of those that
+    are the same file)."""
     seen: dict[str, str] = {}
     for folder in (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep):
         try:
@@ -121,9 +125,10 @@ def found_releases(path: str | None = None) -> list[str]:
             candidate = os.path.join(folder, name)
             if _MLIR_OPT_N.fullmatch(name) and os.access(candidate, os.X_OK) and os.path.isfile(candidate):
                 seen.setdefault(os.path.realpath(candidate), candidate)
-    head = which("iree-opt")
-    if head is not None:
-        seen.setdefault(os.path.realpath(head), head)
+    for head in HEADS:
+        tool = which(head.tool)
+        if tool is not None:
+            seen.setdefault(os.path.realpath(tool), tool)
     return list(seen.values())
 
 
