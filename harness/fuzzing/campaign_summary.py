@@ -128,8 +128,6 @@ def _throughput_lines(options: FuzzOptions, result: CampaignResult) -> list[str]
         outside = max(0.0, over - result.in_target)
         lines.append(f"  time:        {result.in_target:.1f} s in the target, {outside:.1f} s outside "
                      f"({100 * outside / over:.0f}%: mutation, decoding, rendering, judging, libFuzzer)")
-    elif result.in_target is not None:
-        lines.append(f"  time:        {result.in_target:.1f} s in the target (all workers)")
     persistent = options.runner is RunnerKind.PERSISTENT
     if persistent and options.oracle is OracleKind.DIFFERENTIAL:
         lines.append("  executed:    in process (the driver's --exec mode)")
@@ -212,7 +210,11 @@ def format_summary(options: FuzzOptions, result: CampaignResult, resume: Optiona
     else:
         rate = result.exec_per_second
         over = result.rate_seconds or result.seconds
-        lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s)"
+        # with several workers the time in the target is all workers' sum: one figure, on this line
+        # (a campaign's screen stays short: issue 46)
+        in_target = (f"; {result.in_target:.1f} s in the target, all workers"
+                     if result.in_target is not None and options.jobs > 1 else "")
+        lines.append(f"  executions:  {result.executions} ({rate:.1f}/s over {over:.1f} s{in_target})"
                      if rate is not None else f"  executions:  {result.executions}")
     lines.extend(_throughput_lines(options, result))
     lines.append(f"  corpus:      {result.corpus_before} -> {result.corpus_after} files in {options.corpus}")
