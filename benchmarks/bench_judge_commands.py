@@ -22,7 +22,9 @@ fuzz differential      ``loomfuzz fuzz --oracle differential --runs`` (the ather
 
 For each row: programs per second by the whole command's wall clock (start-up included) and by
 the command's own rate line (``programs/s over`` of ``run``, ``executions: (N/s`` of ``fuzz``),
-the CPU seconds of the command and everything it waited for, and the ratios that matter: each
+the CPU seconds of the command and every process below it (a cpuacct cgroup per command, as
+``bench_hunt.py`` measures: a fork server's workers are counted; ``RUSAGE_CHILDREN`` where no
+cgroup can be made, which misses them), and the ratios that matter: each
 judge's cost against crash-only (the wall time per program, and the CPU per program), and
 ``--jobs 2`` against ``--jobs 1`` for both oracles.  Every differential row must report no
 finding on mlir-opt-22 (a false alarm fails the benchmark, exit 1).  A fuzz command's whole
@@ -37,8 +39,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_hunt import chunk_cgroup, run_measured  # noqa: E402  (a cpuacct cgroup per command)
+
 PIPELINE = "builtin.module(canonicalize,cse,sccp)"
 
 
@@ -60,6 +64,7 @@ class Row:
     cpus: list[float] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)  # the command's own rate line
     findings: list[str] = field(default_factory=list)
+    cpu_method: str = ""  # cpuacct (the command and every process below it) or rusage
 
     def per_second(self) -> float:
         return self.programs * len(self.walls) / sum(self.walls)
@@ -69,11 +74,6 @@ class Row:
 
     def cpu_per_program(self) -> float:
         return sum(self.cpus) / (self.programs * len(self.cpus))
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _loomfuzz() -> list[str]:
@@ -120,11 +120,13 @@ def measure(row: Row, work: Path, round_: int) -> None:
     extra = ["--artifacts", str(folder)]
     if row.fuzz:
         extra += ["--corpus", str(folder / "corpus")]
-    before, started = _children_cpu(), time.monotonic()
-    result = subprocess.run([*row.argv, *extra], cwd=row.root, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(row.root)})
+    started = time.monotonic()
+    group = chunk_cgroup(f"loomfuzz-judge-{os.getpid()}")
+    result, cpu, method = run_measured(["nice", "-n", "5", *row.argv, *extra], group, cwd=row.root,
+                                       env={**os.environ, "PYTHONPATH": str(row.root)})
     row.walls.append(time.monotonic() - started)
-    row.cpus.append(_children_cpu() - before)
+    row.cpus.append(cpu)
+    row.cpu_method = method
     output = result.stdout + result.stderr
     if row.fuzz:
         match = _FUZZ_RATE.search(output)
@@ -165,7 +167,7 @@ def main() -> int:
     by = {row.name: row for row in table}
     crash = by["crash-only"]
     print(f"pipeline {args.pipeline}, wide programs seed {args.seed}, {args.rounds} round(s), "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}, CPU by {crash.cpu_method}")
     print("| command | programs | programs/s (whole command) | programs/s (its rate line) | "
           "CPU ms/program | cost vs crash-only (wall) | cost vs crash-only (CPU) |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -92,3 +92,24 @@ def _close_executors():
     from harness.oracles.differential_runner import close_executors
 
     close_executors()
+
+
+def test_divergence_with_jobs_2_gives_the_divergences_of_jobs_1(tmp_path):
+    """MLIR 22 against MLIR 19 on remove-dead-values (MLIR 19 aborts on many wide programs),
+    the outputs executed in the driver (``--oracle differential``): ``--jobs 2`` (two workers
+    comparing, each executing through a driver of its own) finds exactly ``--jobs 1``'s."""
+    def divergences(folder: Path, jobs: str) -> dict[str, tuple[str, str]]:
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "run", "-n", "16", "--seed", "19",
+                               "--profile", "wide", "--oracle", "differential", "--mlir-opt", "mlir-opt-22",
+                               "--reference-mlir-opt", "mlir-opt-19", "--pipeline",
+                               "builtin.module(remove-dead-values)", "--runner", "persistent", "--jobs", jobs,
+                               "--artifacts", str(folder), "--no-progress"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+        assert f"{jobs} job" in done.stdout
+        return {path.name: (record["divergence"]["aspect"], record["divergence"]["kinds"])
+                for path in folder.glob("crash-*.json") for record in [json.loads(path.read_text())]}
+
+    one = divergences(tmp_path / "one", "1")
+    assert len(one) >= 4, one
+    assert divergences(tmp_path / "two", "2") == one
