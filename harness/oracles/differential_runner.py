@@ -294,7 +294,9 @@ class DifferentialRunner(Runner):
 
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
         # Each program is rendered for execution here, in the calling thread, while the
-        # workers wait on their drivers (the GIL is free then): a worker only judges.
+        # workers wait on their drivers (the GIL is free then): a worker only judges.  Up to
+        # two batches per worker wait their turn, so that a worker that finishes early finds
+        # the next one rendered while the oldest is still being judged.
         window: list[Future] = []
         batch: list[Prepared] = []
         for program in programs:
@@ -302,7 +304,7 @@ class DifferentialRunner(Runner):
             if len(batch) >= self.settings.batch_size:
                 window.append(self._pool.submit(self._judge_prepared, batch))
                 batch = []
-            while len(window) > self.jobs:
+            while len(window) > 2 * self.jobs:
                 yield from self._counted(window.pop(0).result())
         if batch:
             window.append(self._pool.submit(self._judge_prepared, batch))
