@@ -114,8 +114,10 @@ def chunk_cgroup(name: str) -> Path | None:
     return group
 
 
-def run_measured(command: list[str], group: Path | None) -> tuple[subprocess.CompletedProcess, float, str]:
-    """Run ``command``; (its result, the CPU seconds of it and everything below it, the method)."""
+def run_measured(command: list[str], group: Path | None, *, cwd: Path = ROOT,
+                 env: dict | None = None) -> tuple[subprocess.CompletedProcess, float, str]:
+    """Run ``command`` (in ``cwd``, with ``env``: None, this process's); (its result, the CPU
+    seconds of it and everything below it, the method)."""
     cpu0 = children_cpu()
     enter = None
     if group is not None:
@@ -125,8 +127,8 @@ def run_measured(command: list[str], group: Path | None) -> tuple[subprocess.Com
             with open(tasks, "w") as out:
                 out.write(str(os.getpid()))
 
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=enter)
+    done = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=enter, env=env)
     if group is None:
         return done, children_cpu() - cpu0, "rusage"
     time.sleep(0.5)  # a driver killed at the chunk's end is still being charged

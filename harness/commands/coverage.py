@@ -179,6 +179,7 @@ def _edges(modules: tuple[list[str], int, int]):
 def _pass_effect(args: argparse.Namespace, texts: list[str]):
     """The pass effect of ``--pipeline`` through ``--mlir-opt`` on the exec modules; raises
     ``ValueError`` (one line) for an optimizer that is missing or whose passes cannot be told apart."""
+    from harness.execute.exec_main import HARNESS_FUNCTIONS
     from harness.run.pass_effect import PassEffectSettings, measure
     from harness.targets.target import DEFAULT_MLIR_PIPELINE, TargetNotFound, resolve_target
 
@@ -186,7 +187,7 @@ def _pass_effect(args: argparse.Namespace, texts: list[str]):
         target = resolve_target(args.mlir_opt, pipeline=args.pipeline or DEFAULT_MLIR_PIPELINE)
     except TargetNotFound as error:
         raise ValueError(str(error)) from None
-    return measure(target, texts, PassEffectSettings(runner="batch", skip=("main",)))  # @main: the driver
+    return measure(target, texts, PassEffectSettings(runner="batch", skip=HARNESS_FUNCTIONS))  # the driver
 
 
 def _print_edges(coverage, twinned: int, failed: int, twins: float) -> None:

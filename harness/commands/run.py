@@ -158,7 +158,9 @@ def _pass_effect(args: argparse.Namespace, target, programs: Iterable[str], coun
     chosen = [text for text in programs if sampled(text, settings.share)]
     try:
         if args.oracle == "differential":
-            settings = replace(settings, skip=("main",))  # the exec module's driver, not the program
+            from harness.execute.exec_main import HARNESS_FUNCTIONS
+
+            settings = replace(settings, skip=HARNESS_FUNCTIONS)  # the exec module's driver, not the program
             oracle = oracle_from_args(args)
             chosen = [oracle.exec_text(text) for text in chosen]
             target = resolve_target(oracle.optimizer.binary, pipeline=oracle.optimizer.pipeline,

@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Iterable, NamedTuple
 
 from harness.execute import inputs
+from harness.execute.exec_main import HARNESS_FUNCTIONS
 from harness.execute.edge_values import (EDGE_CLASSES, Undefined, classes_in, concrete, edge_class, full, interval,
                                          narrow)
 from harness.execute.exec_layout import layout_of
@@ -180,7 +182,8 @@ def _module(text: str) -> dict[str, _Function]:
         k += 1
         if header is None or not header.group(3).rstrip().endswith("{"):
             continue
-        if header.group(1) == "main":  # the harness's loop over the table: not measured
+        if any(fnmatchcase(header.group(1), name) for name in HARNESS_FUNCTIONS):
+            # the harness's loop over the table and its line printers: not measured
             while k < len(lines) and lines[k] != "}":
                 k += 1
             k += 1
@@ -355,7 +358,7 @@ def _calls(text: str, functions: dict[str, _Function]) -> list[tuple[str, tuple[
         return [(f.symbol, f.arg_types, f.constant_args, f.rows or range(inputs.ROWS)) for f in layout]
     kinds = {"i32": "i32", "i1": "i1", "memref<4xi32>": "memref"}  # a module without a layout: every function
     return [(name, tuple(kinds[t] for _, t in f.params), (), range(inputs.ROWS)) for name, f in functions.items()
-            if name != "main" and all(t in kinds for _, t in f.params)]
+            if not any(fnmatchcase(name, h) for h in HARNESS_FUNCTIONS) and all(t in kinds for _, t in f.params)]
 
 
 # ------------------------------------------------------------------ the measurement

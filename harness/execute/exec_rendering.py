@@ -20,7 +20,8 @@ assembly forms only (func, arith, scf, memref, llvm; no ``<{...}>``).
   (``harness.execute.inputs``) in public mutable globals (code outside may write it before ``main``: its values
   are unknown to an optimizer); ``main`` calls every thread, then every region
   function, once per row, printing one line per call: function number, row, every result, then the
-  four memory cells if the function takes the buffer (:mod:`harness.execute.exec_main`).
+  four memory cells if the function takes the buffer, through the private line printers
+  ``@exec_line_<n>`` (:mod:`harness.execute.exec_main`).
 
 All functions are public and ``main`` reads its inputs from that memory inside a
 loop, so an optimizer cannot fold a function to its values on the table: the
@@ -158,6 +159,9 @@ def exec_module(canonical: str) -> str:
     preamble, threads = read_program(canonical)
     if not threads:
         raise ExecRenderError("the program has no dataflow.thread (P1)")
+    printer = next((t.symbol for t in threads if re.fullmatch(r"exec_line_\d+", t.symbol)), None)
+    if printer is not None:
+        raise ExecRenderError(f"thread @{printer} has the name of the exec module's line printer")
     taken = {t.symbol for t in threads} | {"helper_double", "extern_scale", "host_container", "main",
                                            "exec_table", "exec_flags"}
     symbols: dict[int, str] = {}

@@ -334,6 +334,13 @@ class InProcessExecutor:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[ExecDriver] = []
+        self._started = 0
+
+    @property
+    def drivers_started(self) -> int:
+        """Drivers started so far (one per calling thread and pipeline)."""
+        with self._lock:
+            return self._started
 
     @property
     def fallbacks(self) -> int:
@@ -352,6 +359,7 @@ class InProcessExecutor:
         drivers[pass_args] = driver
         with self._lock:
             self._all.append(driver)
+            self._started += 1
         while len(drivers) > MAX_DRIVERS:
             _, old = drivers.popitem(last=False)
             old.close()

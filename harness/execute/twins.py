@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from harness.execute import inputs
 from harness.execute.canonical_program import ExecRenderError
 from harness.execute.exec_layout import ExecFunction, ExecLayout, layout_line, layout_of
-from harness.execute.exec_main import row_inputs
+from harness.execute.exec_main import print_line, row_inputs
 
 __all__ = ["ALL", "DEFAULT_TWINS", "EDGE_ROWS", "TwinPlan", "TwinRow", "expected_output", "plan_for", "plan_of",
            "sampled", "with_twins"]
@@ -186,18 +186,13 @@ def _twin_call(number: int, twin_fn: ExecFunction, function: ExecFunction, types
     bind = "" if not results else (f"{p}res = " if results == 1 else f"{p}res:{results} = ")
     out.append(f"  {bind}func.call @{twin_fn.symbol}({', '.join(args)}) : ({', '.join(arg_types)}) -> "
                f"({', '.join(['i32'] * results)})\n")
-    out += [f"  {p}id = arith.constant {number} : i64\n", f"  func.call @printI64({p}id) : (i64) -> ()\n",
-            "  func.call @printComma() : () -> ()\n", f"  {p}row64 = arith.constant {row} : i64\n",
-            f"  func.call @printI64({p}row64) : (i64) -> ()\n"]
+    out.append(f"  {p}id = arith.constant {number} : i64\n")
     values = [f"{p}res"] if results == 1 else [f"{p}res#{k}" for k in range(results)]
     if function.takes_memory:
         out += [f"  {p}l{cell} = memref.load %buffer[%col{cell}] : memref<4xi32>\n"
                 for cell in range(inputs.MEMORY_CELLS)]
         values += [f"{p}l{cell}" for cell in range(inputs.MEMORY_CELLS)]
-    for n, value in enumerate(values):
-        out += ["  func.call @printComma() : () -> ()\n", f"  {p}p{n} = arith.extsi {value} : i32 to i64\n",
-                f"  func.call @printI64({p}p{n}) : (i64) -> ()\n"]
-    out.append("  func.call @printNewline() : () -> ()\n")
+    out.append(print_line(f"{p}id", f"{p}row", values, "  "))
     return "".join(out)
 
 

@@ -293,17 +293,21 @@ class DifferentialRunner(Runner):
         return "; ".join(parts) or None
 
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
+        # Each program is rendered for execution here, in the calling thread, while the
+        # workers wait on their drivers (the GIL is free then): a worker only judges.  Up to
+        # two batches per worker wait their turn, so that a worker that finishes early finds
+        # the next one rendered while the oldest is still being judged.
         window: list[Future] = []
-        batch: list[Program] = []
+        batch: list[Prepared] = []
         for program in programs:
-            batch.append(program)
+            batch.append(self._prepare(program))
             if len(batch) >= self.settings.batch_size:
-                window.append(self._pool.submit(self._batch, batch))
+                window.append(self._pool.submit(self._judge_prepared, batch))
                 batch = []
-            while len(window) > self.jobs:
+            while len(window) > 2 * self.jobs:
                 yield from self._counted(window.pop(0).result())
         if batch:
-            window.append(self._pool.submit(self._batch, batch))
+            window.append(self._pool.submit(self._judge_prepared, batch))
         for future in window:
             yield from self._counted(future.result())
 
@@ -315,41 +319,48 @@ class DifferentialRunner(Runner):
             yield result
 
     def _one(self, program: Program) -> Result:
-        return self._batch([program])[0]
+        return self._judge_prepared([self._prepare(program)])[0]
 
-    def _batch(self, batch: list[Program]) -> list[Result]:
-        results: dict[int, Result] = {}
-        live: list[tuple[int, Program, str]] = []
-        for k, program in enumerate(batch):
-            try:
-                exec_text = self.settings.exec_text(program.text)
-                if self.settings.plan(program.text) is not None:
-                    with self._lock:
-                        self._twinned += 1
-            except ExecRenderError as error:
-                results[k] = self._plain(program, "", f"not a P1-P24 program: {error}")
-                continue
-            reason = _undefined(program.text)
-            if reason is not None:
-                results[k] = self._plain(program, exec_text, f"undefined behaviour: {reason}")
-            else:
-                live.append((k, program, exec_text))
+    def _prepare(self, program: Program) -> "Prepared":
+        """The program with its exec rendering (twins and all), or its result when it has
+        none (not a P1-P24 program)."""
+        try:
+            exec_text = self.settings.exec_text(program.text)
+        except ExecRenderError as error:
+            return Prepared(program, "", self._plain(program, "", f"not a P1-P24 program: {error}"))
+        if self.settings.plan(program.text) is not None:
+            with self._lock:
+                self._twinned += 1
+        return Prepared(program, exec_text)
+
+    def _judge_prepared(self, batch: list["Prepared"]) -> list[Result]:
+        """Every program of ``batch`` judged in one request to this worker's driver.
+
+        The reference interpreter's check for undefined behaviour (a program with no
+        defined output is no finding) runs only on what would otherwise be a finding:
+        its verdict is the same, and the programs that agree (nearly all) do not pay a
+        Python interpretation each."""
+        live = [p for p in batch if p.result is None]
         if live:
-            verdicts = self.executor.judge_many([e for _, _, e in live], self.settings.optimizer)
+            verdicts = self.executor.judge_many([p.exec_text for p in live], self.settings.optimizer)
             self._count(self._processes)
-            for (k, program, exec_text), verdict in zip(live, verdicts):
-                results[k] = self._judged(program, exec_text, verdict)
-        return [results[k] for k in range(len(batch))]
+            for prepared, verdict in zip(live, verdicts):
+                prepared.result = self._judged(prepared.program, prepared.exec_text, verdict)
+        return [p.result for p in batch]
 
     def _result(self, program, outcome, verdict, executions) -> "OracleResult":
         return OracleResult(program, outcome, verdict, executions, settings=self.settings)
 
-    def _plain(self, program: Program, exec_text: str, why: str) -> Result:
+    def _plain(self, program: Program, exec_text: str, why: str, executions: int = 0) -> Result:
         outcome = Outcome(OutcomeKind.ACCEPTED, 0, None, "", "", 0.0, why)
         verdict = OracleVerdict(outcome, "same values", False, "", "", exec_text=exec_text)
-        return self._result(program, outcome, verdict, 0)
+        return self._result(program, outcome, verdict, executions)
 
     def _judged(self, program: Program, exec_text: str, verdict) -> Result:
+        if not isinstance(verdict, Same):
+            reason = _undefined(program.text)
+            if reason is not None:  # no defined output: nothing to compare, whatever it printed
+                return self._plain(program, exec_text, f"undefined behaviour: {reason}", executions=1)
         if isinstance(verdict, TargetFailed) and verdict.stage == "optimize":
             outcome = run_program(self.target, exec_text)  # alone, in a fresh process
             self._count(1)
@@ -377,6 +388,16 @@ class DifferentialRunner(Runner):
         finding = OracleVerdict(outcome, "same values", True, why[:300], "", verdict.kind,
                                 judgement=verdict, exec_text=exec_text)
         return self._result(program, outcome, finding, 2)
+
+
+@dataclass
+class Prepared:
+    """A program on its way to the judge: its exec rendering, and its result once judged
+    (set at once when it has no exec rendering)."""
+
+    program: Program
+    exec_text: str
+    result: Result | None = None
 
 
 @dataclass(frozen=True)

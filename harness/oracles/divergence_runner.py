@@ -41,10 +41,12 @@ counts the programs that had them (the differential oracle's line).
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import shlex
 import subprocess
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -309,8 +311,10 @@ class DivergenceRunner(Runner):
         kind = runner_kind or "batch"
         if kind not in SIDE_RUNNERS:
             raise ValueError(f"runner must be one of {', '.join(SIDE_RUNNERS)}, not {kind!r}")
-        super().__init__(target, jobs=1)  # the two side runners do the work ...
-        self.jobs = max(1, jobs)  # ... with this many workers each (the summary says so)
+        # the two side runners run the builds with this many workers each, and as many
+        # workers here compare their outcomes (executing both outputs, each worker through
+        # its own driver), so that --jobs N judges N programs at once end to end
+        super().__init__(target, jobs=jobs)
         if settings.execute is not None:  # a confirmation prints the same outputs: run them once
             settings = replace(settings, execute=functools.lru_cache(maxsize=64)(settings.execute))
         self.settings = settings
@@ -351,14 +355,22 @@ class DivergenceRunner(Runner):
     def run(self, programs: Iterable[Program]) -> Iterator[Result]:
         pairs = ((p, Program(p.key, self.settings.prepared(p.text))) for p in programs)
         originals, mine, theirs = itertools.tee(pairs, 3)
-        for (program, prepared), a, b in zip(originals, self.primary.run(q for _, q in mine),
-                                             self.reference.run(q for _, q in theirs)):
-            result = self._paired(program, prepared.text, a, b)
+        window: collections.deque[Future] = collections.deque()
+
+        def counted(result: Result) -> Result:
             with self._lock:
                 self.stats.programs += 1
                 self.stats.executions += result.executions
                 self._sum_sides()
-            yield result
+            return result
+
+        for (program, prepared), a, b in zip(originals, self.primary.run(q for _, q in mine),
+                                             self.reference.run(q for _, q in theirs)):
+            window.append(self._pool.submit(self._paired, program, prepared.text, a, b))
+            while len(window) > 2 * self.jobs:
+                yield counted(window.popleft().result())
+        while window:
+            yield counted(window.popleft().result())
 
     def _one(self, program: Program) -> Result:
         prepared = Program(program.key, self.settings.prepared(program.text))
@@ -375,7 +387,8 @@ class DivergenceRunner(Runner):
         divergence = compare(mine.outcome, theirs.outcome, self.settings)
         if divergence is not None:
             divergence = judge_alone(self.target, self.settings, prepared)  # confirmed, or a flake
-            self._confirmations += 2
+            with self._lock:
+                self._confirmations += 2
             executions += 2
         if divergence is None:
             return DivergenceResult(program, mine.outcome, mine.verdict, executions, mine.evidence, mine.fresh,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from fnmatch import fnmatchcase
 from dataclasses import dataclass
 
 __all__ = ["Op", "PrintedModule", "count_ops", "read_module", "strip_locations"]
@@ -69,10 +70,12 @@ class PrintedModule:
         return Counter(op.name for op in self.ops)
 
     def without(self, functions: frozenset[str] | tuple[str, ...]) -> "PrintedModule":
-        """The module without the operations of the named functions (the functions too)."""
+        """The module without the operations of the named functions (the functions too); a
+        name may be a shell pattern (``exec_line_*``: an exec module's line printers)."""
         if not functions:
             return self
-        return PrintedModule(tuple(op for op in self.ops if op.function not in functions))
+        return PrintedModule(tuple(op for op in self.ops
+                                   if not any(fnmatchcase(op.function, name) for name in functions)))
 
     def definers(self) -> dict[tuple[int, str], int]:
         """(scope, value) -> the index of the operation that defines it."""
