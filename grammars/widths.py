@@ -287,9 +287,9 @@ for _t in BITS:
     GRAMMAR[_use(_t)] = [(f"$^{k}", opts(use=kind(_t), label=f"^{k}")) for k in range(RANKS)]
     GRAMMAR[f"<make-{_t}>"] = _make(_t)
     GRAMMAR[f"<op-{_t}>"] = _weighted(_arith_ops(_t) + (_index_ops() if _t == "index" else []))
-    GRAMMAR[f"<ops-{_t}>"] = [(f"<op-{_t}>", opts(prob=0.45, label="1")),
-                              (f"<op-{_t}><op-{_t}>", opts(prob=0.35, label="2")),
-                              (f"<op-{_t}><op-{_t}><op-{_t}>", opts(prob=0.2, label="3"))]
+    GRAMMAR[f"<ops-{_t}>"] = [(f"<op-{_t}>", opts(prob=0.55, label="1")),
+                              (f"<op-{_t}><op-{_t}>", opts(prob=0.3, label="2")),
+                              (f"<op-{_t}><op-{_t}><op-{_t}>", opts(prob=0.15, label="3"))]
     GRAMMAR[f"<back-{_t}>"] = _back(_t)
 _WIDTH_TOTAL = sum(_WIDTH_WEIGHTS.values())
 GRAMMAR["<width>"] = [(f"<make-{t}><ops-{t}><back-{t}>", opts(prob=w / _WIDTH_TOTAL, label=t))
@@ -362,7 +362,7 @@ def _int_loop(t: str, step: int, block: str) -> tuple[str, dict]:
     defines += [_define(t), "%v:i32"]
     text = _lines(*lines) + (f"${r} = scf.for ${r + 1} = {lo} to {hi} step ${s} iter_args(${r + 2} = <i32>) "
                              f"-> (i32) : {t} {{\n") + block + "}\n"
-    return text, opts(prob=1 / 6, label=f"{t} step {step}", define=defines, bind=["%i:" + kind(t), "%k:i32"])
+    return text, opts(prob=1 / 2, label=f"step {step}", define=defines, bind=["%i:" + kind(t), "%k:i32"])
 
 
 def _control(family: str, depth: int) -> dict[str, list]:
@@ -375,7 +375,10 @@ def _control(family: str, depth: int) -> dict[str, list]:
              f"case 2 {{\n{block}}}\ndefault {{\n{block}}}\n",
              opts(prob=1 / len(_SWITCH_HEADS), label=label, define=[*defines, "%v:i32"]))
             for label, (head, defines) in _SWITCH_HEADS.items()],
-        f"<for-int-{family}-{depth}>": [_int_loop(t, step, block) for t in _INT_LOOP_TYPES for step in (1, 2)],
+        # the type, then the step: two decisions
+        f"<for-int-{family}-{depth}>": [(f"<for-{t}-{family}-{depth}>", opts(prob=1 / len(_INT_LOOP_TYPES), label=t))
+                                        for t in _INT_LOOP_TYPES],
+        **{f"<for-{t}-{family}-{depth}>": [_int_loop(t, step, block) for step in (1, 2)] for t in _INT_LOOP_TYPES},
     }
     return rules
 
@@ -385,12 +388,14 @@ def _extend(family: str, depth: int) -> None:
     stmt = f"<stmt-{family}-{depth}>"
     old = [(text, dict(o)) for text, o in GRAMMAR[stmt]]
     wide_total = 1.0
-    new = [("<width>", 0.45, "width")]
+    new = [("<width>", 0.3, "width")]
     if depth < MAX_DEPTH_OF_BLOCKS:
         GRAMMAR.update(_control(family, depth))
-        new += [(f"<while-{family}-{depth}>", 0.04, "scf.while"), (f"<switch-{family}-{depth}>", 0.025, "scf.index_switch"),
-                (f"$0 = scf.execute_region -> i32 {{\n<block-{family}-{depth + 1}>}}\n", 0.02, "scf.execute_region"),
-                (f"<for-int-{family}-{depth}>", 0.025, "integer scf.for")]
+        # rarer than the wide statements' loops: each holds whole blocks of statements (the
+        # switch three), and generation must stay within 2x of wide's programs/s
+        new += [(f"<while-{family}-{depth}>", 0.025, "scf.while"), (f"<switch-{family}-{depth}>", 0.01, "scf.index_switch"),
+                (f"$0 = scf.execute_region -> i32 {{\n<block-{family}-{depth + 1}>}}\n", 0.01, "scf.execute_region"),
+                (f"<for-int-{family}-{depth}>", 0.015, "integer scf.for")]
     total = wide_total + sum(w for _, w, _ in new)
     GRAMMAR[stmt] = [(text, {**o, "prob": o["prob"] / total}) for text, o in old] + [
         (text, opts(prob=w / total, label=label, **({"define": "%v:i32"} if text.startswith("$0") else {})))
