@@ -58,7 +58,7 @@ dataflow.thread private @thread_0 domain(#dataflow.thread_domain<dense>)(%mem: m
   %lo = arith.constant 0 : index
   %hi = arith.constant 2 : index
   %stp = arith.constant 1 : index
-  %r0, %r1 = "loom.spatial_region"(%val) <{operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 2, 0>}> ({
+  %r0:2 = "loom.spatial_region"(%val) <{operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 2, 0>}> ({
     ^bb0(%a0: i32):
       %b0 = arith.trunci %a0 : i32 to i1
       %b1 = arith.constant true
