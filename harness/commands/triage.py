@@ -327,8 +327,11 @@ def _refuse_other_builds(args: argparse.Namespace, inputs: list[str], target) ->
     records say which): triage never puts them into this build's buckets."""
     from harness.triage.inputs import findings_of_other_builds
 
+    from harness.triage.wrong_code import KINDS
+
     exclude = [p for p in (args.out, args.db) if p]
-    other = findings_of_other_builds(inputs, target.key, target.argv[0], exclude=exclude)
+    other = findings_of_other_builds(inputs, target.key, target.argv[0], exclude=exclude,
+                                     others=(*KINDS, "divergence"))  # other triages' findings
     if other is None:
         return None
     count, example, build = other
