@@ -34,7 +34,6 @@ from harness.commands import (
     target_from_args,
     whole_number,
 )
-
 from harness.targets.folders import ARTIFACTS_ROOT
 
 ACTIONS = ("run", "list", "show", "mark", "report")
@@ -326,7 +325,6 @@ def _refuse_other_builds(args: argparse.Namespace, inputs: list[str], target) ->
     """Exit status 2 and one line when the inputs hold findings another build made (their
     records say which): triage never puts them into this build's buckets."""
     from harness.triage.inputs import findings_of_other_builds
-
     from harness.triage.wrong_code import KINDS
 
     exclude = [p for p in (args.out, args.db) if p]
