@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The share of programs the optimizer changes, per pass, with constant twins off and on.
 
-    python benchmarks/bench_pass_effect.py [-n N] [--seed S] [--jobs J] [--with-main]
+    python benchmarks/bench_pass_effect.py [-n N] [--seed S] [--jobs J] [--with-main] [--profile P]
 
-N wide programs (seed S) in the exec rendering (what ``--oracle differential``
+N wide programs (or of the profile P: ``--profile widths``, issue 47) (seed S) in the exec rendering (what ``--oracle differential``
 optimizes), each once as it is (twins off) and once with its constant twins
 (``--twins 1``: harness/execute/twins.py, the plan the oracle draws for it), run
 through mlir-opt-22 one pass at a time (harness/run/pass_effect.py, the batch
@@ -44,9 +44,9 @@ PIPELINES = ("builtin.module(canonicalize,cse,sccp)", "builtin.module(int-range-
              "builtin.module(canonicalize,int-range-optimizations,arith-int-range-narrowing{int-bitwidths-supported=8,16})")
 
 
-def modules(count: int, seed: int) -> tuple[list[str], list[str]]:
+def modules(count: int, seed: int, profile: str = "wide") -> tuple[list[str], list[str]]:
     """(exec modules, the same with constant twins)."""
-    grammar = load_grammar(None, "wide")
+    grammar = load_grammar(None, profile)
     render = renderer(grammar, "canonical").render
     plain, twinned = [], []
     for tree in generate(grammar, "fast", seed, count):
@@ -77,12 +77,13 @@ def main() -> int:
     parser.add_argument("-n", "--count", type=int, default=300)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--profile", default="wide", help="the programs' profile (wide, widths)")
     parser.add_argument("--with-main", action="store_true",
                         help="measure @main too (the driver: its prints and calls, most of the module)")
     args = parser.parse_args()
-    plain, twinned = modules(args.count, args.seed)
+    plain, twinned = modules(args.count, args.seed, args.profile)
     settings = PassEffectSettings(runner="batch", jobs=args.jobs, skip=() if args.with_main else ("main",))
-    print(f"pass effect: {args.count} wide programs (seed {args.seed}), exec rendering, mlir-opt-22, each pass "
+    print(f"pass effect: {args.count} {args.profile} programs (seed {args.seed}), exec rendering, mlir-opt-22, each pass "
           f"alone in order; twins off | on (--twins 1); @main {'measured' if args.with_main else 'left out'}")
     print(f"  {'pass':<26}  {'changed':^15}  {'rewritten':^15}  {'folds':^15}  {'folded (per 1,000 ops)':^30}  "
           f"{'replaced (per 1,000 ops)':^30}  {'removed (per 1,000 ops)':^30}  {'added (per 1,000 ops)':^30}")

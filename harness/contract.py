@@ -12,6 +12,9 @@ that into:
   one precondition;
 * :func:`contract_of`: for one tree, ``none`` (in contract), ``edge: ...``
   (the edge constructs it uses) or ``P<n>``;
+* :func:`left_preconditions`: what a contract that leaves some preconditions on
+  purpose leaves (``grammars.CONTRACT_LEAVES``: the ``widths`` profile leaves P22
+  and P23); its checker reports the others only;
 * :func:`robust_expectations`: off the contract, a pass owes no particular
   result, only a clean one (``harness/targets/expectations_data/robustness.json``:
   accepted, or rejected with an ``error:`` diagnostic; any crash, timeout or
@@ -29,15 +32,19 @@ from harness.core.compiled import CompiledGrammar, GrammarError
 from harness.core.grammar import compile_grammar, load
 from harness.core.tree import Node
 
-__all__ = ["IN_CONTRACT", "break_precondition", "contract_checker", "contract_of", "describe_grammar",
-           "fuzz_script", "in_contract", "load_grammar", "program_suffix", "robust_expectations",
-           "with_robust_expectations"]
+__all__ = ["BODY_PRECONDITIONS", "IN_CONTRACT", "break_precondition", "contract_checker", "contract_of",
+           "describe_grammar", "exec_renderable", "fuzz_script", "in_contract", "left_preconditions",
+           "load_grammar", "program_suffix", "robust_expectations", "with_robust_expectations"]
 
 #: A contract's checker: a program's text -> its violations (objects with a ``rule``,
 #: e.g. ``P7``, and ``format(file)``); an empty list when the program keeps the contract.
 Checker = Callable[[str], list]
 
 IN_CONTRACT = "P1-P24"
+#: Preconditions about what a region body computes, not about the program's structure: a
+#: contract leaving only these keeps threads, sites, regions and their operands as P1-P24
+#: say (so the exec rendering, which copies bodies verbatim, applies).
+BODY_PRECONDITIONS = frozenset({"P22", "P23"})
 BREAK_PREFIX = "break:"
 _PRECONDITION = re.compile(r"P([1-9]|1\d|2[0-4])")
 
@@ -65,21 +72,41 @@ def in_contract(grammar: CompiledGrammar) -> bool:
     return grammar.meta.get("CONTRACT") == IN_CONTRACT
 
 
+def left_preconditions(grammar: CompiledGrammar | None) -> tuple[str, ...]:
+    """The preconditions the grammar's contract leaves on purpose (``grammars.CONTRACT_LEAVES``);
+    () for every other contract."""
+    import grammars
+
+    contract = grammar.meta.get("CONTRACT") if grammar is not None else None
+    return grammars.CONTRACT_LEAVES.get(contract, ()) if contract else ()
+
+
+def exec_renderable(grammar: CompiledGrammar) -> bool:
+    """Does the grammar keep the program structure the exec rendering transforms: P1-P24,
+    or a contract leaving only preconditions on region bodies (:data:`BODY_PRECONDITIONS`)?"""
+    left = left_preconditions(grammar)
+    return in_contract(grammar) or bool(left) and set(left) <= BODY_PRECONDITIONS
+
+
 def contract_checker(grammar: CompiledGrammar | None) -> Checker | None:
     """The checker the ``grammars`` registry attaches to the grammar's contract
     (``grammars.CONTRACT_CHECKERS``), or None: a grammar without a contract, or whose
-    contract has no checker, is held to nothing but itself."""
+    contract has no checker, is held to nothing but itself.  A contract that leaves
+    preconditions on purpose gets the checker without them."""
     import grammars
 
     contract = grammar.meta.get("CONTRACT") if grammar is not None else None
     path = grammars.CONTRACT_CHECKERS.get(contract) if contract else None
-    return _checker_at(path) if path else None
+    return _checker_at(path, left_preconditions(grammar)) if path else None
 
 
 @lru_cache(maxsize=None)
-def _checker_at(path: str) -> Checker:
+def _checker_at(path: str, leaving: tuple[str, ...] = ()) -> Checker:
     module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+    check = getattr(importlib.import_module(module), name)
+    if not leaving:
+        return check
+    return lambda text: [v for v in check(text) if v.rule not in leaving]
 
 
 @lru_cache(maxsize=None)
@@ -147,7 +174,24 @@ def contract_of(grammar: CompiledGrammar | None, tree: Node | None) -> str:
     if contract == "edge":
         constructs = _edge_constructs(grammar, tree)
         return "edge: " + ", ".join(constructs) if constructs else "edge"
+    if left_preconditions(grammar):
+        return _left_by(grammar, tree)
     return "unknown"
+
+
+def _left_by(grammar: CompiledGrammar, tree: Node) -> str:
+    """``leaves P22, P23``: the left preconditions this program leaves (its canonical text
+    checked), ``none`` when it keeps them all."""
+    import grammars
+    from harness.core.render import render
+
+    path = grammars.CONTRACT_CHECKERS.get(grammar.meta.get("CONTRACT"))
+    left = left_preconditions(grammar)
+    if path is None:
+        return "leaves " + ", ".join(left)
+    found = sorted({v.rule for v in _checker_at(path)(render(tree, grammar)) if v.rule in left},
+                   key=lambda rule: int(rule[1:]))
+    return "leaves " + ", ".join(found) if found else "none"
 
 
 def describe_grammar(grammar: CompiledGrammar, tree: Node | None = None) -> dict[str, str]:

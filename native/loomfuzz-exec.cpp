@@ -36,7 +36,7 @@ namespace {
 // The reference lowering: harness.execute.toolchain.LOWERING, in this order
 // (added to a pass manager anchored on builtin.module: no anchor here).
 constexpr const char *kLowering =
-    "arith-expand,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts";
+    "convert-math-to-funcs,arith-expand,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts";
 constexpr uint32_t kOptimizeHere = 0xFFFFFFFFu;
 constexpr uint32_t kSkipOriginal = 1u; // request flag: do not lower, compile or run the original
 constexpr uint32_t kInterpret = 2u;    // request flag: execute with the IR executor (loomfuzz-interp.h)

@@ -89,6 +89,7 @@ const llvm::StringMap<K> &kinds() {
     add({"math.ctlz", "llvm.intr.ctlz"}, K::Ctlz);
     add({"math.cttz", "llvm.intr.cttz"}, K::Cttz);
     add({"math.ctpop", "llvm.intr.ctpop"}, K::Ctpop);
+    add({"math.ipowi"}, K::IPowI);
     add({"func.call", "llvm.call"}, K::Call);
     add({"func.return", "llvm.return"}, K::Return);
     add({"scf.yield"}, K::Yield);

@@ -28,7 +28,7 @@ enum class K : uint8_t {
   FloorDivS, MaxS, MaxU, MinS, MinU, Cmp,
   // other integer ops
   Select, ExtS, ExtU, Trunc, CastS, CastU, Bitcast, Freeze, AddUIExtended, MulSIExtended,
-  MulUIExtended, AbsI, Ctlz, Cttz, Ctpop,
+  MulUIExtended, AbsI, Ctlz, Cttz, Ctpop, IPowI,
   // calls and terminators
   Call, Return, Yield, Condition, Br, CondBr, Switch,
   // structured control flow

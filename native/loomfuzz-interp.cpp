@@ -253,6 +253,20 @@ private:
       }
       break;
     }
+    case K::IPowI: {
+      // math.ipowi: a to the power b, wrapping at the width; a negative exponent is left
+      // undefined here (the programs mask theirs; MLIR's expansions disagree on it)
+      if (b.isNegative())
+        return undefined(i, "math.ipowi with a negative exponent");
+      r = APInt(w, 1);
+      APInt base = a;
+      for (unsigned bit = 0, n = b.getActiveBits(); bit < n; ++bit) {
+        if (b[bit])
+          r *= base;
+        base *= base;
+      }
+      break;
+    }
     case K::MaxS: r = llvm::APIntOps::smax(a, b); break;
     case K::MaxU: r = llvm::APIntOps::umax(a, b); break;
     case K::MinS: r = llvm::APIntOps::smin(a, b); break;
@@ -333,7 +347,7 @@ private:
     case K::Add: case K::Sub: case K::Mul: case K::And: case K::Or: case K::Xor:
     case K::Shl: case K::ShrS: case K::ShrU: case K::DivS: case K::DivU: case K::RemS:
     case K::RemU: case K::CeilDivS: case K::CeilDivU: case K::FloorDivS: case K::MaxS:
-    case K::MaxU: case K::MinS: case K::MinU: case K::Cmp:
+    case K::MaxU: case K::MinS: case K::MinU: case K::Cmp: case K::IPowI:
       return binary(i, frame);
     case K::Select: {
       const Val &cond = frame[i.in[0]];

@@ -19,7 +19,7 @@ from harness.core.engine import generate
 from harness.core.render import renderer
 from harness.execute import edge_coverage as ec
 from harness.execute import inputs
-from harness.execute.edge_values import classes_in, edge_class, narrow
+from harness.execute.edge_values import classes_in, edge_class, edge_classes, narrow
 from harness.execute.interpret import interpret_program
 from harness.execute.exec_layout import layout_of
 from harness.execute.exec_rendering import exec_module
@@ -38,7 +38,14 @@ def _wide(count: int, seed: int) -> list[str]:
 def test_edge_classes():
     assert [edge_class(v, "i32") for v in (0, 1, -1, 2, 4, 1 << 30, INT_MIN, INT_MIN + 1, INT_MAX, INT_MAX - 1)] == \
         ["0", "1", "-1", "2", "2^k", "2^k", "INT_MIN", "INT_MIN+1", "INT_MAX", "INT_MAX-1"]
-    assert edge_class(7, "i32") is None and edge_class(-4, "i32") is None and edge_class(0, "index") is None
+    assert edge_class(7, "i32") is None and edge_class(-4, "i32") is None and edge_class(0, "memref") is None
+    # every other width has its own classes (issue 47): i8's minimum is not i64's
+    assert [edge_class(v, "i8") for v in (-128, 127, -127, 126, 64, 0)] == \
+        ["i8:MIN", "i8:MAX", "i8:MIN+1", "i8:MAX-1", "i8:2^k", "i8:0"]
+    assert edge_class(-128, "i64") is None and edge_class(-(1 << 63), "index") == "index:MIN"
+    assert edge_classes("i2") == ("i2:MIN", "i2:MAX", "i2:MIN+1", "i2:MAX-1")  # i2's 1 is its MAX
+    assert classes_in((-130, -120), "i8") == {"i8:MIN", "i8:MIN+1"} and classes_in((0, 7), "i17") == {
+        "i17:0", "i17:1", "i17:2", "i17:2^k"}
     assert (edge_class(1, "i1"), edge_class(0, "i1")) == ("true", "false")
     assert classes_in((0, 7), "i32") == {"0", "1", "2", "2^k"}
     assert classes_in((INT_MAX - 3, INT_MAX), "i32") == {"INT_MAX", "INT_MAX-1"}

@@ -92,7 +92,9 @@ def add_target_arguments(parser, targets: Sequence[str] | None = None, *, judgin
     parser.add_argument("--loom-opt", metavar="PATH",
                         help="the loom-opt binary (default: $LOOM_OPT, else loom-opt or "
                              "loom-raise-opt on PATH)")
-    parser.add_argument("--family", choices=("loom-opt", "mlir-opt", "other"), default=None,
+    from harness.targets.target import FAMILIES
+
+    parser.add_argument("--family", choices=FAMILIES, default=None,
                         help="with --target NAME|PATH: judge the build as loom-opt (loom's pass and "
                              "expectations), mlir-opt (upstream's) or other (a tool of your own: any "
                              "clean exit is fine); default: what its --help says (it lists "
@@ -315,7 +317,8 @@ def claim_results_folder(args: argparse.Namespace, option: str, key: str, binary
         print(f"loomfuzz {command}: error: cannot create {folder}: {failure.strerror or failure}",
               file=sys.stderr)
         return 1
-    setattr(args, option, type(given)(folder) if given is not None else folder)
+    if given is None:
+        setattr(args, option, folder)
     return None
 
 

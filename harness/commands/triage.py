@@ -37,7 +37,6 @@ from harness.commands import (
     whole_number,
     with_examples,
 )
-
 from harness.targets.folders import ARTIFACTS_ROOT
 
 ACTIONS = ("run", "list", "show", "mark", "report", "report-upstream")
@@ -344,9 +343,11 @@ def _refuse_other_builds(args: argparse.Namespace, inputs: list[str], target) ->
     """Exit status 2 and one line when the inputs hold findings another build made (their
     records say which): triage never puts them into this build's buckets."""
     from harness.triage.inputs import findings_of_other_builds
+    from harness.triage.wrong_code import KINDS
 
     exclude = [p for p in (args.out, args.db) if p]
-    other = findings_of_other_builds(inputs, target.key, target.argv[0], exclude=exclude)
+    other = findings_of_other_builds(inputs, target.key, target.argv[0], exclude=exclude,
+                                     others=(*KINDS, "divergence"))  # other triages' findings
     if other is None:
         return None
     count, example, build = other

@@ -26,7 +26,9 @@ The compile-time walk is per function (no inlining: a call's results, loads and
 loop-carried values are unknown); it is this module's own, as is the run-time one
 (it shares no code with the reference interpreter).  The operations measured are
 those that compute (``arith``, ``llvm.add``/``mul``/``freeze``, ``memref.store``'s
-value, ``scf.if``'s condition), each operand of type ``i32`` or ``i1``; calls,
+value, ``scf.if``'s condition), each operand of an integer type (``i32`` and
+``i1`` with their classes, every other width and ``index`` with its own, named
+by the width: ``i8:MIN``; :func:`harness.execute.edge_values.edge_classes`); calls,
 yields, returns and loop bounds pass values on and are not measured.  Dead
 operations count as well (a canonicalizer erases them before folding).
 """
@@ -40,7 +42,7 @@ from typing import Iterable, NamedTuple
 
 from harness.execute import inputs
 from harness.execute.exec_main import HARNESS_FUNCTIONS
-from harness.execute.edge_values import (EDGE_CLASSES, Undefined, classes_in, concrete, edge_class, full, interval,
+from harness.execute.edge_values import (Undefined, classes_in, concrete, edge_class, edge_classes, full, interval,
                                          narrow)
 from harness.execute.exec_layout import layout_of
 
@@ -165,7 +167,7 @@ def _measure(op: _Op, types: dict[str, str]) -> None:
         type_ = types.get(value, "i1" if op.name == "scf.if" else op.types[0])
         if op.name == "arith.select" and pos == 0:
             type_ = "i1"
-        if type_ in EDGE_CLASSES:
+        if edge_classes(type_):
             op.measured.append((pos, type_))
 
 
@@ -426,7 +428,7 @@ def module_coverage(exec_text: str) -> EdgeCoverage:
         def count(op: _Op) -> None:
             seen.operations += bool(op.measured)
             for pos, type_ in op.measured:
-                seen.possible.update((op.name, pos, c) for c in EDGE_CLASSES[type_])
+                seen.possible.update((op.name, pos, c) for c in edge_classes(type_))
 
         _walk_ops(function.body, count)
         _known_block(function.body, {p: full(t) for p, t in function.params}, seen)

@@ -4,7 +4,11 @@ The edge classes of an ``i32`` operand (:data:`I32_CLASSES`) are the values wher
 folders and range analyses go wrong: ``0``, ``1``, ``-1``, ``2``, ``INT_MIN``,
 ``INT_MIN+1``, ``INT_MAX``, ``INT_MAX-1`` and the powers of two ``2^k``
 (``k`` 2..30: 4 to 2^30; 2 is its own class).  An ``i1`` operand has two:
-``true`` and ``false``.
+``true`` and ``false``.  Every other width has the same classes at its own
+bounds (issue 47: the minimum of ``i8`` is not that of ``i64``), named with the
+width so that they never merge with ``i32``'s: ``i8:MIN``, ``i8:MAX-1``,
+``index:0``, ``i17:2^k`` (:func:`edge_classes`); where a narrow width makes two
+classes one value (``i2``'s 1 is its ``MAX``) the bound's name wins.
 
 Values are Python ints: ``i32`` (and ``i64``, ``index``) signed, ``i1`` 0/1, as
 :mod:`harness.execute.interpret` keeps them (this module shares no code with it).
@@ -22,8 +26,8 @@ whole type.
 
 from __future__ import annotations
 
-__all__ = ["BITS", "EDGE_CLASSES", "I1_CLASSES", "I32_CLASSES", "NARROW", "Undefined", "classes_in", "concrete",
-           "edge_class", "full", "interval", "narrow"]
+__all__ = ["BITS", "EDGE_CLASSES", "I1_CLASSES", "I32_CLASSES", "NARROW", "Undefined", "bits_of", "classes_in",
+           "concrete", "edge_class", "edge_classes", "full", "interval", "narrow"]
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 #: The edge classes of an i32 operand, in the order tables print them.
@@ -44,21 +48,65 @@ class Undefined(Exception):
     """No value: undefined behaviour or poison."""
 
 
+def bits_of(type_: str) -> int | None:
+    """The width of ``iN`` or ``index`` (64: the host's); None for any other type."""
+    if type_ in BITS:
+        return BITS[type_]
+    if type_.startswith("i") and type_[1:].isdigit() and int(type_[1:]) > 0:
+        return int(type_[1:])
+    return None
+
+
+def _bound_values(bits: int) -> dict[int, str]:
+    """value -> class of an integer width other than i32 and i1, the bounds' names first."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out: dict[int, str] = {}
+    for value, name in ((low, "MIN"), (high, "MAX"), (low + 1, "MIN+1"), (high - 1, "MAX-1"), (0, "0"), (1, "1"),
+                        (-1, "-1"), (2, "2")):
+        if low <= value <= high:
+            out.setdefault(value, name)
+    return out
+
+
+def edge_classes(type_: str) -> tuple[str, ...]:
+    """The edge classes of an operand of ``type_`` (() for a type that is not an integer)."""
+    if type_ in EDGE_CLASSES:
+        return EDGE_CLASSES[type_]
+    bits = bits_of(type_)
+    if bits is None:
+        return ()
+    names = list(dict.fromkeys(_bound_values(bits).values()))
+    if _powers(bits):
+        names.append("2^k")
+    return tuple(f"{type_}:{name}" for name in names)
+
+
+def _powers(bits: int) -> list[int]:
+    """The powers of two of the width's 2^k class: 4 and up, below the bounds' own values."""
+    return [p for p in (1 << k for k in range(2, bits - 1)) if p not in _bound_values(bits)]
+
+
 def edge_class(value: int, type_: str) -> str | None:
-    """The edge class of a value of ``type_`` (None: not an edge value, or not i32/i1)."""
+    """The edge class of a value of ``type_`` (None: not an edge value, or not an integer)."""
     if type_ == "i1":
         return "true" if value else "false"
-    if type_ != "i32":
+    if type_ == "i32":
+        name = _I32_VALUES.get(value)
+        if name is None and value > 2 and value & (value - 1) == 0:
+            return "2^k"
+        return name
+    bits = bits_of(type_)
+    if bits is None:
         return None
-    name = _I32_VALUES.get(value)
+    name = _bound_values(bits).get(value)
     if name is None and value > 2 and value & (value - 1) == 0:
-        return "2^k"
-    return name
+        name = "2^k"
+    return f"{type_}:{name}" if name else None
 
 
 def full(type_: str) -> tuple[int, int]:
     """The interval of every value of ``type_`` (nothing known)."""
-    bits = BITS.get(type_, 64)
+    bits = bits_of(type_) or 64
     return (0, 1) if bits == 1 else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 
 
@@ -73,11 +121,17 @@ def classes_in(known: tuple[int, int], type_: str) -> set[str]:
     lo, hi = known
     if type_ == "i1":
         return {name for v, name in ((0, "false"), (1, "true")) if lo <= v <= hi}
-    if type_ != "i32":
+    if type_ == "i32":
+        found = {name for v, name in _I32_VALUES.items() if lo <= v <= hi}
+        if any(lo <= p <= hi for p in _POWERS):
+            found.add("2^k")
+        return found
+    bits = bits_of(type_)
+    if bits is None:
         return set()
-    found = {name for v, name in _I32_VALUES.items() if lo <= v <= hi}
-    if any(lo <= p <= hi for p in _POWERS):
-        found.add("2^k")
+    found = {f"{type_}:{name}" for v, name in _bound_values(bits).items() if lo <= v <= hi}
+    if any(lo <= p <= hi for p in _powers(bits)):
+        found.add(f"{type_}:2^k")
     return found
 
 
@@ -144,11 +198,22 @@ _BINARY = {"addi", "subi", "muli", "andi", "ori", "xori", "maxsi", "minsi", "max
            "remsi", "remui", "ceildivsi", "floordivsi", "shli", "shrsi", "shrui", "add", "mul", "sub"}
 
 
+#: The index dialect's operations (without ``index.``) as the arith ones they compute at 64 bits.
+INDEX_AS_ARITH = {"and": "andi", "or": "ori", "xor": "xori", "maxs": "maxsi", "mins": "minsi", "maxu": "maxui",
+                  "minu": "minui", "divs": "divsi", "divu": "divui", "rems": "remsi", "remu": "remui",
+                  "ceildivs": "ceildivsi", "floordivs": "floordivsi", "shl": "shli", "shrs": "shrsi",
+                  "shru": "shrui", "casts": "index_cast", "castu": "index_castui"}
+
+
 def concrete(name: str, args: list[int], types: tuple[str, str], attr: object = ()) -> int:
     """One operation's value.  ``name`` without its dialect for arith (``addi``), ``llvm.add``
-    as ``add``; ``types``: (operand type, result type); ``attr``: the overflow flags, or
-    cmpi's predicate.  Raises :class:`Undefined`, or KeyError for an operation it does not know."""
-    bits = BITS.get(types[0], 64)
+    as ``add``, the index dialect's as :data:`INDEX_AS_ARITH` says; ``types``: (operand type,
+    result type; ``index`` for the index dialect's untyped text); ``attr``: the overflow flags,
+    or cmpi's predicate.  Raises :class:`Undefined`, or KeyError for an operation it does not know."""
+    name = INDEX_AS_ARITH.get(name, name)
+    if not types[0] and name in _BINARY:
+        types = ("index", "index")
+    bits = bits_of(types[0]) or 64
     if name in _BINARY:
         a, b = args[0], args[1]
         if name in ("addi", "add"):
@@ -171,12 +236,14 @@ def concrete(name: str, args: list[int], types: tuple[str, str], attr: object = 
         return int(_PREDICATES[attr](args[0], args[1], _u(args[0], bits), _u(args[1], bits)))
     if name == "select":
         return args[1] if args[0] else args[2]
-    out = BITS.get(types[1], 64)
+    out = bits_of(types[1]) or 64
     if name in ("extsi", "trunci", "index_cast"):
         value = -args[0] if bits == 1 and name == "extsi" else args[0]  # i1 true sign-extends to -1
         return _wrap(value, out)
     if name in ("extui", "index_castui"):
         return _wrap(_u(args[0], bits), out)
+    if name == "bitcast" and bits == out:
+        return args[0]
     if name == "freeze":
         return args[0]
     raise KeyError(name)
@@ -214,7 +281,7 @@ def _corners(fn, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
 
 def _rule(name: str, a: tuple[int, int], b: tuple[int, int], type_: str, attr) -> tuple[int, int] | None:
     """A sound interval for a binary operation on wide operands (None: the whole type)."""
-    bits = BITS.get(type_, 64)
+    bits = bits_of(type_) or 64
     lo_t, hi_t = full(type_)
     nonneg_a, nonneg_b = a[0] >= 0, b[0] >= 0
     if name == "andi" and (nonneg_a or nonneg_b):
@@ -266,7 +333,7 @@ def _cmpi(pred: str, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
 
 
 def _cast(name: str, a: tuple[int, int], types: tuple[str, str]) -> tuple[int, int]:
-    src, dst = BITS.get(types[0], 64), types[1]
+    src, dst = bits_of(types[0]) or 64, types[1]
     lo_t, hi_t = full(dst)
     if name in ("extui", "index_castui") and a[0] < 0:
         a = (a[0] + (1 << src), a[1] + (1 << src)) if a[1] < 0 else (0, (1 << src) - 1)

@@ -202,14 +202,14 @@ EXEC_STYLE = "exec"
 def style_error(grammar, style: str) -> str | None:
     """Why ``--render style`` does not apply to the grammar (one line), or None."""
     if style == EXEC_STYLE:
-        from harness.contract import in_contract
+        from harness.contract import exec_renderable
 
         if grammar.meta.get("CONTRACT") is None:
             return (f"--render exec: not a rendering of this grammar (it has no contract; its "
                     f"renderings: {', '.join(grammar.renderings)})")
-        if not in_contract(grammar):
-            return (f"--render exec needs a grammar whose CONTRACT is P1-P24, "
-                    f"not {grammar.meta.get('CONTRACT')!r}")
+        if not exec_renderable(grammar):
+            return (f"--render exec needs a grammar whose CONTRACT is P1-P24 (or leaves only "
+                    f"preconditions on region bodies), not {grammar.meta.get('CONTRACT')!r}")
         return None
     if style not in grammar.renderings:
         return (f"--render {style}: the grammar has the renderings {', '.join(grammar.renderings)}"

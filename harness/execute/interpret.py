@@ -13,12 +13,18 @@ program order; a region under ``scf.if %flag`` not taken gives 0, under
 ``scf.for`` the last iteration's value.  ``@extern_scale(x)`` is
 ``3 * x + 5``.
 
-Integers are i32 with wrap-around (kept signed), ``i1`` is 0/1, ``index`` is
-a 64-bit signed integer.  Wherever MLIR says undefined behaviour or poison
-(division by zero, ``divsi`` INT_MIN / -1, a shift by 32 or more, an ``nsw`` /
-``nuw`` flag violated, an access outside ``memref<4xi32>``, a non-positive
-``scf.for`` step), :class:`UndefinedBehaviour` is raised naming the line:
-never a silent value.
+Integers of every width ``iN`` wrap around (kept signed), ``i1`` is 0/1 (read
+signed, as -1/0, where an operation is signed), ``index`` is a 64-bit signed
+integer; the ``index`` dialect computes at 64 bits.  Wherever MLIR says undefined behaviour or poison
+(division by zero, signed division of the minimum by -1, a shift by the width
+or more, an ``nsw`` / ``nuw`` flag violated, ``ipowi`` with a negative
+exponent, an access outside ``memref<4xi32>``, a non-positive ``scf.for``
+step), :class:`UndefinedBehaviour` is raised naming the line: never a silent
+value.  The operations beyond ``i32`` (the ``widths`` profile) follow MLIR's
+definitions: ``*_extended`` return the low half and the carry or high half,
+``ceildivui`` rounds up, ``ctlz``/``cttz`` of 0 are the width, ``absi`` of the
+minimum is the minimum, ``scf.while`` runs its ``before`` region until the
+condition is false and returns what it forwarded.
 """
 
 from __future__ import annotations
@@ -30,7 +36,17 @@ from harness.execute.interpret_parse import InterpretError, Op, parse_module
 
 __all__ = ["InterpretError", "UndefinedBehaviour", "interpret_program"]
 
-_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
+#: Iterations an scf.while may run before the interpreter calls it a hang (programs bound theirs).
+MAX_WHILE_TRIPS = 100_000
+
+
+def _bits(type_: str) -> int:
+    """The width of ``iN`` or ``index`` (64 bits, as on the hosts the JIT runs on)."""
+    if type_ == "index":
+        return 64
+    if type_.startswith("i") and type_[1:].isdigit():
+        return int(type_[1:])
+    return 32
 
 
 class UndefinedBehaviour(InterpretError):
@@ -50,6 +66,12 @@ def _wrap(value: int, bits: int) -> int:
 
 def _unsigned(value: int, bits: int) -> int:
     return value & ((1 << bits) - 1)
+
+
+def _signed(value: int, bits: int) -> int:
+    """The signed reading of a stored value (only i1 is stored otherwise: 1 is -1)."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -76,7 +98,7 @@ class _Machine:
     def block(self, ops: list[Op], env: dict) -> list:
         """Run ops in ``env``; the terminator's operands' values (``[]`` if none)."""
         for op in ops:
-            if op.name in ("scf.yield", "return", "func.return", "llvm.return", "loom.spatial_yield"):
+            if op.name in ("scf.yield", "return", "func.return", "llvm.return", "loom.spatial_yield", "scf.condition"):
                 return [env[v] for v in op.operands]
             values = self.op(op, env)
             for name, value in zip(op.results, values):
@@ -87,13 +109,20 @@ class _Machine:
         name = op.name
         args = [env[v] if v in env else self._missing(op, v) for v in op.operands]
         type_ = op.types[0] if op.types else "i32"
-        bits = _BITS.get(type_, 32)
-        if name == "arith.constant":
+        bits = _bits(type_)
+        if name in ("arith.constant", "index.constant", "index.bool.constant"):
             return [_wrap(op.attrs["value"], bits)]
         if name in _INTEGER:
-            return [_INTEGER[name](self, op, args[0], args[1], bits)]
-        if name == "arith.cmpi":
             a, b = args
+            if name in _SIGNED_READING:
+                a, b = _signed(a, bits), _signed(b, bits)
+            return [_INTEGER[name](self, op, a, b, bits)]
+        if name in _PAIRS:
+            return _PAIRS[name](_signed(args[0], bits), _signed(args[1], bits), bits)
+        if name in _UNARY:
+            return [_UNARY[name](_signed(args[0], bits), bits)]
+        if name in ("arith.cmpi", "index.cmp"):
+            a, b = _signed(args[0], bits), _signed(args[1], bits)
             ua, ub = _unsigned(a, bits), _unsigned(b, bits)
             table = {"eq": a == b, "ne": a != b, "slt": a < b, "sle": a <= b, "sgt": a > b,
                      "sge": a >= b, "ult": ua < ub, "ule": ua <= ub, "ugt": ua > ub, "uge": ua >= ub}
@@ -102,10 +131,10 @@ class _Machine:
             return [int(table[op.attrs["predicate"]])]
         if name == "arith.select":
             return [args[1] if args[0] else args[2]]
-        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
-            return [_wrap(args[0], _BITS[op.types[1]])]
-        if name in ("arith.index_castui", "arith.extui"):
-            return [_wrap(_unsigned(args[0], _BITS[op.types[0]]), _BITS[op.types[1]])]
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci", "index.casts", "arith.bitcast"):
+            return [_wrap(_signed(args[0], bits), _bits(op.types[1]))]
+        if name in ("arith.index_castui", "arith.extui", "index.castu"):
+            return [_wrap(_unsigned(args[0], bits), _bits(op.types[1]))]
         if name == "llvm.freeze":
             return [args[0]]  # every value here is defined: freeze is the identity
         if name in ("func.call", "llvm.call"):
@@ -121,6 +150,14 @@ class _Machine:
             if not args[0] and len(op.regions) < 2:
                 return []
             return self.block(op.regions[0] if args[0] else op.regions[1], env)
+        if name == "scf.while":
+            return self._while(op, env, args)
+        if name == "scf.index_switch":
+            cases = op.attrs["cases"]
+            chosen = cases.index(args[0]) if args[0] in cases else len(cases)
+            return self.block(op.regions[chosen], env)
+        if name == "scf.execute_region":
+            return self.block(op.regions[0], env)
         if name == "scf.for":
             low, high, step, carried = args[0], args[1], args[2], args[3:]
             if step <= 0:
@@ -136,6 +173,18 @@ class _Machine:
             inner = {param: arg for (param, _), arg in zip(op.attrs["block_args"], args)}
             return self.block(op.regions[0], inner)
         raise InterpretError(f"line {op.line}: no semantics for {name!r}")
+
+    def _while(self, op: Op, env: dict, values: list) -> list:
+        """``before`` with the loop's values; its condition false: what it forwards, else
+        ``after`` with the forwarded values gives the next ones."""
+        for _ in range(MAX_WHILE_TRIPS):
+            env.update(zip(op.attrs["before_args"], values))
+            condition, *forwarded = self.block(op.regions[0], env)
+            if not condition:
+                return forwarded
+            env.update(zip(op.attrs["after_args"], forwarded))
+            values = self.block(op.regions[1], env)
+        raise InterpretError(f"line {op.line}: scf.while ran {MAX_WHILE_TRIPS} times (a hang?)")
 
     def _index(self, op: Op, indices: list) -> int:
         if len(indices) != 1 or not 0 <= indices[0] < inputs.MEMORY_CELLS:
@@ -161,6 +210,8 @@ def _division(signed: bool, rounding: str) -> Callable:
             raise machine.ub(op, "division by zero")
         if not signed:
             ua, ub = _unsigned(a, bits), _unsigned(b, bits)
+            if rounding == "ceil":
+                return _wrap(-(-ua // ub), bits)
             return _wrap(ua // ub if rounding == "div" else ua % ub, bits)
         if a == -(1 << (bits - 1)) and b == -1:
             raise machine.ub(op, f"signed overflow: {a} / -1")
@@ -181,6 +232,11 @@ def _shift(kind: str) -> Callable:
         if amount >= bits:
             raise machine.ub(op, f"shift by {amount} >= bit width {bits} (poison)")
         if kind == "shli":
+            flags = op.attrs.get("overflow", [])
+            if "nsw" in flags and _wrap(a << amount, bits) >> amount != a:
+                raise machine.ub(op, "overflow<nsw> violated: bits other than the sign's shifted out (poison)")
+            if "nuw" in flags and _unsigned(a, bits) << amount >= 1 << bits:
+                raise machine.ub(op, "overflow<nuw> violated: set bits shifted out (poison)")
             return _wrap(a << amount, bits)
         if kind == "shrsi":
             return _wrap(a >> amount, bits)
@@ -195,14 +251,67 @@ _INTEGER: dict[str, Callable] = {
     "arith.andi": lambda m, op, a, b, bits: _wrap(a & b, bits),
     "arith.ori": lambda m, op, a, b, bits: _wrap(a | b, bits),
     "arith.xori": lambda m, op, a, b, bits: _wrap(a ^ b, bits),
-    "arith.maxsi": lambda m, op, a, b, bits: max(a, b),
-    "arith.minsi": lambda m, op, a, b, bits: min(a, b),
+    "arith.maxsi": lambda m, op, a, b, bits: _wrap(max(a, b), bits),
+    "arith.minsi": lambda m, op, a, b, bits: _wrap(min(a, b), bits),
     "arith.maxui": lambda m, op, a, b, bits: a if _unsigned(a, bits) >= _unsigned(b, bits) else b,
     "arith.minui": lambda m, op, a, b, bits: a if _unsigned(a, bits) <= _unsigned(b, bits) else b,
     "arith.divsi": _division(True, "div"), "arith.divui": _division(False, "div"),
     "arith.remsi": _division(True, "rem"), "arith.remui": _division(False, "rem"),
     "arith.ceildivsi": _division(True, "ceil"), "arith.floordivsi": _division(True, "floor"),
     "arith.shli": _shift("shli"), "arith.shrsi": _shift("shrsi"), "arith.shrui": _shift("shrui"),
+    "arith.ceildivui": _division(False, "ceil"),
+    "math.ipowi": lambda m, op, a, b, bits: _ipowi(m, op, a, b, bits),
+}
+# the index dialect: the same operations at 64 bits
+for _op, _arith in (("add", "addi"), ("sub", "subi"), ("mul", "muli"), ("and", "andi"), ("or", "ori"),
+                    ("xor", "xori"), ("maxs", "maxsi"), ("mins", "minsi"), ("maxu", "maxui"), ("minu", "minui"),
+                    ("divs", "divsi"), ("divu", "divui"), ("rems", "remsi"), ("remu", "remui"),
+                    ("ceildivs", "ceildivsi"), ("ceildivu", "ceildivui"), ("floordivs", "floordivsi"),
+                    ("shl", "shli"), ("shrs", "shrsi"), ("shru", "shrui")):
+    _INTEGER[f"index.{_op}"] = _INTEGER[f"arith.{_arith}"]
+#: Operations that read their operands signed (i1's stored 1 is -1 to them).
+_SIGNED_READING = frozenset(name for name in _INTEGER if name.split(".")[1] in (
+    "maxsi", "minsi", "divsi", "remsi", "ceildivsi", "floordivsi", "shrsi", "maxs", "mins", "divs", "rems",
+    "ceildivs", "floordivs", "shrs", "ipowi"))
+
+
+def _ipowi(machine: _Machine, op: Op, a: int, b: int, bits: int) -> int:
+    if b < 0:
+        raise machine.ub(op, f"ipowi with the negative exponent {b}")
+    return _wrap(pow(_unsigned(a, bits), b, 1 << bits), bits)
+
+
+def _extended(signed: bool) -> Callable:
+    """mulsi_extended / mului_extended: the low and the high half of the full product."""
+    def apply(a: int, b: int, bits: int) -> list[int]:
+        full = a * b if signed else _unsigned(a, bits) * _unsigned(b, bits)
+        return [_wrap(full, bits), _wrap(full >> bits, bits)]
+    return apply
+
+
+def _addui_extended(a: int, b: int, bits: int) -> list[int]:
+    total = _unsigned(a, bits) + _unsigned(b, bits)
+    return [_wrap(total, bits), int(total >> bits)]
+
+
+_PAIRS: dict[str, Callable] = {"arith.addui_extended": _addui_extended, "arith.mulsi_extended": _extended(True),
+                               "arith.mului_extended": _extended(False)}
+
+
+def _count_leading(a: int, bits: int) -> int:
+    return bits - _unsigned(a, bits).bit_length()
+
+
+def _count_trailing(a: int, bits: int) -> int:
+    u = _unsigned(a, bits)
+    return bits if u == 0 else (u & -u).bit_length() - 1
+
+
+_UNARY: dict[str, Callable] = {
+    "math.absi": lambda a, bits: _wrap(abs(a), bits),
+    "math.ctlz": lambda a, bits: _wrap(_count_leading(a, bits), bits),
+    "math.cttz": lambda a, bits: _wrap(_count_trailing(a, bits), bits),
+    "math.ctpop": lambda a, bits: _wrap(bin(_unsigned(a, bits)).count("1"), bits),
 }
 
 

@@ -242,6 +242,32 @@ def _binary(p: _Parser, op: Op) -> None:
         op.attrs["overflow"] = flags
     p.expect(":")
     op.types = [p.type()]
+    while p.accept(","):  # addui_extended's ``: i64, i1``
+        op.types.append(p.type())
+
+
+def _index_binary(p: _Parser, op: Op) -> None:
+    """``index.add %a, %b``: no type (always index)."""
+    op.operands = [p.kind("value")]
+    p.expect(",")
+    op.operands.append(p.kind("value"))
+    op.types = ["index"]
+
+
+def _index_cmp(p: _Parser, op: Op) -> None:
+    """``index.cmp slt(%a, %b)``."""
+    op.attrs["predicate"] = p.kind("word")
+    p.expect("(")
+    op.operands = p.value_list(")")
+    op.types = ["index"]
+
+
+def _index_constant(p: _Parser, op: Op) -> None:
+    """``index.constant 5`` and ``index.bool.constant true``."""
+    tok = p.take()
+    value = {"true": 1, "false": 0}.get(tok.text)
+    op.attrs["value"] = int(tok.text) if value is None else value
+    op.types = ["index" if value is None else "i1"]
 
 
 def _constant(p: _Parser, op: Op) -> None:
@@ -339,6 +365,69 @@ def _for(p: _Parser, op: Op) -> None:
         p.expect("->")
         op.types = p.type_list()
     op.attrs["carried"] = carried
+    _for_type(p, op)
+    op.regions.append(p.block())
+
+
+def _for_type(p: _Parser, op: Op) -> None:
+    """scf.for's optional ``: iN`` (an integer-typed induction variable)."""
+    op.attrs["iv_type"] = p.type() if p.accept(":") else "index"
+
+
+def _while(p: _Parser, op: Op) -> None:
+    """``scf.while (%a = %x, ...) : (types) -> (types) { before } do { ^bb0(...): after }``."""
+    p.expect("(")
+    before = []
+    while not p.accept(")"):
+        before.append(p.kind("value"))
+        p.expect("=")
+        op.operands.append(p.kind("value"))
+        p.accept(",")
+    p.expect(":")
+    p.type_list()
+    p.expect("->")
+    op.types = p.type_list()
+    op.attrs["before_args"] = before
+    op.regions.append(p.block())
+    p.expect("do")
+    p.expect("{")
+    after = []
+    if p.peek().kind == "block":
+        p.take()
+        after = [name for name, _ in p.typed_params()]
+        p.expect(":")
+    body = []
+    while not p.accept("}"):
+        body.append(p.op())
+    op.attrs["after_args"] = after
+    op.regions.append(body)
+
+
+def _condition(p: _Parser, op: Op) -> None:
+    """``scf.condition(%c) %a, %b : types``: the condition, then the forwarded values."""
+    p.expect("(")
+    op.operands = [p.kind("value")]
+    p.expect(")")
+    _yield(p, op)
+
+
+def _index_switch(p: _Parser, op: Op) -> None:
+    """``scf.index_switch %x -> types case N {...} ... default {...}``."""
+    op.operands = [p.kind("value")]
+    if p.accept("->"):
+        op.types = p.type_list()
+    cases = []
+    while p.accept("case"):
+        cases.append(int(p.kind("number")))
+        op.regions.append(p.block())
+    p.expect("default")
+    op.regions.append(p.block())
+    op.attrs["cases"] = cases
+
+
+def _execute_region(p: _Parser, op: Op) -> None:
+    if p.accept("->"):
+        op.types = p.type_list()
     op.regions.append(p.block())
 
 
@@ -403,6 +492,11 @@ _SYNTAX: dict[str, Callable[[_Parser, Op], None]] = {
     "scf.yield": _yield, "func.return": _return, "return": _return, "llvm.return": _return,
     "loom.spatial_region": _generic, "loom.spatial_yield": _generic,
     "dataflow.thread.yield": _none,
+    "arith.bitcast": _cast, "index.casts": _cast, "index.castu": _cast,
+    "math.absi": _unary, "math.ctlz": _unary, "math.cttz": _unary, "math.ctpop": _unary,
+    "index.cmp": _index_cmp, "index.constant": _index_constant, "index.bool.constant": _index_constant,
+    "scf.while": _while, "scf.condition": _condition, "scf.index_switch": _index_switch,
+    "scf.execute_region": _execute_region,
 }
 
 
@@ -411,9 +505,16 @@ _SYNTAX: dict[str, Callable[[_Parser, Op], None]] = {
 BINARY_OPS = ("arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
               "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.divsi", "arith.divui",
               "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi", "arith.shli",
-              "arith.shrsi", "arith.shrui")
+              "arith.shrsi", "arith.shrui", "arith.ceildivui", "arith.addui_extended",
+              "arith.mulsi_extended", "arith.mului_extended", "math.ipowi")
+#: The index dialect's binary ops, ``index.op %a, %b`` (no type).
+INDEX_BINARY_OPS = tuple(f"index.{name}" for name in (
+    "add", "sub", "mul", "and", "or", "xor", "maxs", "mins", "maxu", "minu", "divs", "divu", "rems", "remu",
+    "ceildivs", "ceildivu", "floordivs", "shl", "shrs", "shru"))
 for _name in BINARY_OPS:
     _SYNTAX[_name] = _binary
+for _name in INDEX_BINARY_OPS:
+    _SYNTAX[_name] = _index_binary
 
 
 def parse_module(text: str):

@@ -1,7 +1,8 @@
 """The reference toolchain: lower an exec module with mlir-opt-22 and run it with mlir-runner-22.
 
-``mlir-opt-22 --arith-expand --convert-scf-to-cf --convert-to-llvm
---reconcile-unrealized-casts`` then ``mlir-runner-22 -e main
+``mlir-opt-22 --convert-math-to-funcs --arith-expand --convert-scf-to-cf
+--convert-to-llvm --reconcile-unrealized-casts`` (``math.ipowi`` has no LLVM
+lowering: math-to-funcs outlines it first) then ``mlir-runner-22 -e main
 -entry-point-result=void -O0 -shared-libs=libmlir_c_runner_utils.so``.  It is
 trusted: a failure here is the toolchain's (:class:`ReferenceFailure`), never
 an optimizer's.
@@ -22,7 +23,7 @@ from typing import Sequence
 
 __all__ = ["LOWERING", "ReferenceFailure", "Toolchain", "ToolchainError", "combine", "split_output"]
 
-LOWERING = ("--arith-expand", "--convert-scf-to-cf", "--convert-to-llvm", "--reconcile-unrealized-casts")
+LOWERING = ("--convert-math-to-funcs", "--arith-expand", "--convert-scf-to-cf", "--convert-to-llvm", "--reconcile-unrealized-casts")
 DEFAULT_RUNTIME = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 _PRINTERS = ("printI64", "printComma", "printNewline")
 

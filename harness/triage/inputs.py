@@ -164,15 +164,17 @@ def collect_inputs(paths: Sequence[str], *, exclude: Iterable[str] = (),
     return out
 
 
-def findings_of_other_builds(paths: Sequence[str], key: str, binary: str, *,
-                             exclude: Iterable[str] = ()) -> tuple[int, str, str] | None:
+def findings_of_other_builds(paths: Sequence[str], key: str, binary: str, *, exclude: Iterable[str] = (),
+                             others: Iterable[str] = ()) -> tuple[int, str, str] | None:
     """(how many, an example's record, the build it names) of the findings under ``paths``
     whose JSON record names another build than ``key`` (its binary ``binary``: for records
-    older than the key), or None.  Triage never buckets another build's findings (issue 46:
-    150 ``mlir-opt-19`` findings bucketed by a stand-in triage)."""
+    older than the key), or None; findings of the kinds ``others`` are left out (another
+    triage's: the crash triage skips wrong-code findings).  Triage never buckets another
+    build's findings (issue 46: 150 ``mlir-opt-19`` findings bucketed by a stand-in triage)."""
     from harness.targets.folders import recorded_key
 
     excluded = {os.path.realpath(p) for p in exclude}
+    skipped = set(others)
     real = os.path.realpath(binary)
     records: list[Path] = []
     for given in paths:
@@ -191,6 +193,8 @@ def findings_of_other_builds(paths: Sequence[str], key: str, binary: str, *,
         except (OSError, ValueError):
             continue
         if not isinstance(record, dict) or not isinstance(record.get("target"), dict):
+            continue
+        if record.get("finding_kind") in skipped:
             continue
         recorded = recorded_key(record)
         if recorded is not None:

@@ -285,7 +285,7 @@ def bucket_suffix(bucket, suffix: str) -> str:
 
 
 _LIT_CONFIG = """\
-# lit.cfg.py: `lit bucket-%(id)d` runs regression.mlir (LLVM's lit, pip install lit)
+# lit.cfg.py: `lit bucket-%(id)d` runs regression%(suffix)s (LLVM's lit, pip install lit)
 import glob
 import os
 import shutil
@@ -295,7 +295,7 @@ import lit.formats
 config.name = 'loomfuzz bucket %(id)d'
 config.test_format = lit.formats.ShTest()
 config.suffixes = [%(suffix)r]
-config.excludes = ['minimized%(suffix)s', 'text-reduced%(suffix)s', 'input.mlir']
+config.excludes = ['minimized%(suffix)s', 'text-reduced%(suffix)s', 'input%(suffix)s']
 config.test_source_root = config.test_exec_root = os.path.dirname(__file__)
 
 
