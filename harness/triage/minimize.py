@@ -108,15 +108,16 @@ class MinimizeResult:
 
 def representative_of(db: TriageDB, bucket_id: int,
                     grammar: CompiledGrammar) -> tuple[int, Node | None, str, str | None]:
-    """The simplest member: (member id, tree or None, text, stderr)."""
+    """The simplest member: (member id, tree or None, text, stderr); ties go to the smaller
+    SHA-256, not to the member recorded first."""
     best = None
     for row in db.members(bucket_id):
         if row["form"] == "tree":
             program = decode(row["data"], grammar)
-            key = (0, sort_key(grammar, program), row["lines"], row["id"])
+            key = (0, sort_key(grammar, program), row["lines"], row["sha256"])
         else:
             program = None
-            key = (1, (), row["lines"], row["id"])
+            key = (1, (), row["lines"], row["sha256"])
         if best is None or key < best[0]:
             best = (key, row["id"], program, row["text"], row["stderr"])
     assert best is not None, f"bucket {bucket_id} has no member"
