@@ -1,11 +1,15 @@
 """One bug, one bucket, every time (issue 49): symptom profiles, folding by the program,
 and the same bugs whatever the order of the inputs, ``--jobs`` or a SIGKILL and resume.
 
-The fake loom-opt (tests/fixtures/fake_loom_opt.c) is a real process: its ``heap`` bug
-dies at random (pid/time entropy) with one of three symptoms (``LLVM ERROR: SmallVector
-unable to grow``, a SIGSEGV in ``mlir::detail::walk``, a bare SIGSEGV), the same program
-differently from run to run; ``segv`` is an unrelated SIGSEGV with its own stack.  Which
-bug each input reaches is known from the program's shape (tests/triage_inputs.py), not
+The fake loom-opt (tests/fixtures/fake_loom_opt.c) is a real process: its
+``heap-by-size`` bug dies at random (pid/time entropy) with one of three symptoms
+(``LLVM ERROR: SmallVector unable to grow``, a SIGSEGV in ``mlir::detail::walk``, a bare
+SIGSEGV), the same program differently from run to run, on a program of three sites or
+more; a smaller program always shows one symptom (one site: the LLVM ERROR; two: the
+SIGSEGV in walk), so the minimized programs of the two symptoms stay apart, as
+mlir-opt-19's ``remove-dead-values`` findings do (before issue 49: two bugs).  ``segv`` is
+an unrelated SIGSEGV with its own stack.  Which bug each input reaches is known from the
+program's shape (tests/triage_inputs.py, where heap-by-size's site is ``heap``'s), not
 from triage.  ``loomfuzz triage`` runs as a subprocess.
 """
 
@@ -29,7 +33,7 @@ from tests.triage_inputs import MINIMAL, make_corpus
 
 LOOMFUZZ = [sys.executable, "-m", "harness.cli"]
 FIXTURES = Path(__file__).parent / "fixtures"
-PLANTS = "heap,segv"
+PLANTS = "heap-by-size,segv"
 #: The heap bug's three symptoms as the fake prints them (its frame lists), by run key prefix.
 HEAP_SYMPTOMS = ("crash:llvm-error | SmallVector unable to grow", "crash:SIGSEGV | mlir::detail::walk |",
                  "crash:SIGSEGV")
@@ -103,7 +107,7 @@ def test_one_program_with_two_symptoms_links_their_buckets_and_a_bare_symptom_li
 
 @pytest.fixture(scope="module")
 def heap_bug(tmp_path_factory, fake_loom_opt):
-    """A few hundred findings of the heap bug (three symptoms at random) and of segv."""
+    """A few hundred findings of the heap-by-size bug (three symptoms at random) and of segv."""
     root = tmp_path_factory.mktemp("grouping")
     corpus = make_corpus(root / "fuzz", seed=49, crashing=240, clean=0, plants=("heap", "segv"))
     proc = triage(fake_loom_opt, root / "t.db", root / "out", root / "fuzz")
@@ -133,7 +137,7 @@ def test_a_bug_with_three_symptoms_is_one_bug_with_its_symptoms_and_another_stay
     assert {which_symptom(k) for k in symptoms} == set(HEAP_SYMPTOMS)
     runs = [m for b in heap_group for m in b["inputs"]]
     assert sum(s["runs"] for s in symptoms.values()) == sum(m["attempts"] for m in runs)
-    assert all(s["inputs"] >= len(runs) // 5 for s in symptoms.values())  # each is common: 1/3 a run
+    assert all(s["inputs"] >= 3 for s in symptoms.values())
     assert heap["type"] == "llvm-error"  # the bucket with a message stands for the bug
     assert sorted(heap["bug"]["aliases"]) == sorted(b["signature"] for b in heap_group if b is not heap)
     assert {which_symptom(b["signature"].split(" | input ")[0]) for b in heap_group} <= set(HEAP_SYMPTOMS)
@@ -165,7 +169,7 @@ def test_list_and_show_give_the_bug_its_symptoms_and_aliases(heap_bug):
 
 
 def test_same_bugs_whatever_the_order_the_jobs_or_a_sigkill_and_resume(tmp_path, fake_loom_opt):
-    corpus = make_corpus(tmp_path / "fuzz", seed=50, crashing=60, clean=0, plants=("heap", "segv"))
+    corpus = make_corpus(tmp_path / "fuzz", seed=50, crashing=40, clean=0, plants=("heap", "segv"))
     a, b = tmp_path / "fuzz" / "run-a", tmp_path / "fuzz" / "run-b"
     first = triage(fake_loom_opt, tmp_path / "1.db", tmp_path / "out1", a, b, jobs=2)
     assert first.returncode == 0, first.stderr
@@ -188,7 +192,7 @@ def test_same_bugs_whatever_the_order_the_jobs_or_a_sigkill_and_resume(tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     recorded = 0
     deadline = time.monotonic() + 120
-    while recorded < 20 and proc.poll() is None and time.monotonic() < deadline:
+    while recorded < 12 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
         if db.exists():
             try:
@@ -198,7 +202,7 @@ def test_same_bugs_whatever_the_order_the_jobs_or_a_sigkill_and_resume(tmp_path,
                 pass  # not created yet
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 20 <= recorded < len(corpus.expected), "the run was not killed part way"
+    assert 12 <= recorded < len(corpus.expected), "the run was not killed part way"
     resumed = triage(fake_loom_opt, db, tmp_path / "out3", a, b, jobs=2)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming unfinished run 1" in resumed.stderr
