@@ -17,6 +17,9 @@ Sets of findings:
 * heap double: tests/fixtures/fake_loom_opt.c with ``--plant=heap,assert``: ``heap`` dies at
   random with one of three symptoms, ``assert`` is another bug (2 real bugs), ``--heap N``
   programs (fixed seed) written as fuzz artifacts by the tests' corpus maker;
+* heap-by-size double: the same programs with ``--plant=heap-by-size,assert``: the symptoms
+  vary only on programs of three sites or more, so each symptom's minimized program shows it
+  alone (as the MLIR 19 findings do);
 * MLIR 19 (``--mlir-findings DIR``): the findings of ``loomfuzz run --target mlir-opt-19
   --pipeline 'builtin.module(remove-dead-values)' --profile wide -n 600 --artifacts DIR``,
   one memory-corrupting bug (1 real bug).
@@ -61,8 +64,10 @@ def main() -> None:
         fake = build_fake(work)
         heap = work / "heap"
         make_corpus(heap, seed=27, crashing=args.heap, clean=0, plants=("assert", "heap"))
-        sets = [("heap double", [heap / "run-a" / "artifacts", heap / "run-b"],
-                 ["--loom-opt", fake, "--pass-args=--plant=assert,heap --loom-lower-for-to-graph"], 2)]
+        folders = [heap / "run-a" / "artifacts", heap / "run-b"]
+        sets = [("heap double", folders, ["--loom-opt", fake, "--pass-args=--plant=assert,heap --loom-lower-for-to-graph"], 2),
+                ("heap-by-size double", folders,
+                 ["--loom-opt", fake, "--pass-args=--plant=assert,heap-by-size --loom-lower-for-to-graph"], 2)]
         if args.mlir_findings:
             folder = Path(args.mlir_findings)
             # two folders, so that the second triage can name them in the other order
