@@ -34,8 +34,9 @@ in order: one whose signature is not a bare crash; one with a message; with
 the most members; the oldest.  The others are its duplicates, and their
 signatures the bug's aliases.  The links and the primary are functions of
 the recorded runs (symptom sets, evidence, programs), not of which run or
-which input came first, so the same inputs give the same bugs.  A bucket the user merged or split by hand
-(``triage mark``) keeps what the user said and takes no part in the links.
+which input came first, so the same inputs give the same bugs.  A bucket the
+user merged or split by hand (``triage mark``) keeps what the user said and
+takes no part in the links.
 
 Everything here is a pure function of the buckets' rows: triage recomputes it
 after every run, so a resumed run ends with the same answer.

@@ -126,10 +126,11 @@ def representative_of(db: TriageDB, bucket_id: int,
 
 def verify(runner: TriageRunner, text: str, signature: str,
             runs: int) -> tuple[int, Outcome | None, dict[str, int]]:
-    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``."""
+    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``, each a process of
+    its own (the evidence of deduplication: harness.triage.runs)."""
     hits, first, counts = 0, None, {}
     wanted = run_key_of(signature)
-    for run in runner.outcomes(text, runs):
+    for run in runner.outcomes(text, runs, fresh=True):
         key = run.signature.run_key if run.signature is not None else ""
         counts[key] = counts.get(key, 0) + 1
         if key == wanted:

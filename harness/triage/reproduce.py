@@ -103,7 +103,8 @@ def reproduce_input(text: str, first: Run, runner: TriageRunner, pool: ThreadPoo
         return majority(runs)
 
     def more(goal: int) -> list[Run]:
-        return [run for batch in pool.map(lambda _: runner.outcomes(text), range(goal - len(runs)))
+        # each a process of its own: a fork server's workers share one address layout
+        return [run for batch in pool.map(lambda _: runner.outcomes(text, fresh=True), range(goal - len(runs)))
                 for run in batch]
 
     runs += more(repeat)
