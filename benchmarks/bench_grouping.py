@@ -2,7 +2,7 @@
 """Grouping of crashes whose symptom varies (issue 49): bugs per real bug, triage time per
 finding, and whether two triages of the same findings give the same bugs.
 
-    nice python benchmarks/bench_grouping.py --baseline DIR [--mlir-findings DIR] [--heap N]
+    nice python benchmarks/bench_grouping.py --baseline DIR [--mlir-findings DIR] [--heap N] [--codes after,before]
 
 For each set of findings and each checkout (this one, ``after``; ``--baseline DIR``, a
 checkout of loom-fuzz before issue 49, ``before``), ``loomfuzz triage`` runs as a user runs
@@ -55,7 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", metavar="DIR", help="a loom-fuzz checkout before issue 49")
     parser.add_argument("--mlir-findings", metavar="DIR", help="mlir-opt-19 remove-dead-values findings")
-    parser.add_argument("--heap", type=int, default=240, help="programs of the heap double (default 240)")
+    parser.add_argument("--heap", type=int, default=240, help="programs of the doubles (default 240; 0: none)")
+    parser.add_argument("--codes", default="after,before", help="which checkouts to run (default after,before)")
     args = parser.parse_args()
     from tests.triage_inputs import make_corpus
 
@@ -63,11 +64,14 @@ def main() -> None:
     try:
         fake = build_fake(work)
         heap = work / "heap"
-        make_corpus(heap, seed=27, crashing=args.heap, clean=0, plants=("assert", "heap"))
+        if args.heap:
+            make_corpus(heap, seed=27, crashing=args.heap, clean=0, plants=("assert", "heap"))
         folders = [heap / "run-a" / "artifacts", heap / "run-b"]
-        sets = [("heap double", folders, ["--loom-opt", fake, "--pass-args=--plant=assert,heap --loom-lower-for-to-graph"], 2),
-                ("heap-by-size double", folders,
-                 ["--loom-opt", fake, "--pass-args=--plant=assert,heap-by-size --loom-lower-for-to-graph"], 2)]
+        sets = [(f"{plant} double", folders,
+                 ["--loom-opt", fake, f"--pass-args=--plant=assert,{plant} --loom-lower-for-to-graph"], 2)
+                for plant in ("heap", "heap-by-size")]
+        if not args.heap:
+            sets = []
         if args.mlir_findings:
             folder = Path(args.mlir_findings)
             # two folders, so that the second triage can name them in the other order
@@ -78,6 +82,7 @@ def main() -> None:
                 shutil.copy(path, halves[k % 2] / path.name)
             sets.append(("MLIR 19 remove-dead-values", halves, MLIR19, 1))
         trees = [("after", ROOT)] + ([("before", Path(args.baseline).resolve())] if args.baseline else [])
+        trees = [(label, tree) for label, tree in trees if label in args.codes.split(",")]
         rows = []
         for name, folders, target_args, real in sets:
             for label, tree in trees:
