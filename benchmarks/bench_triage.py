@@ -213,10 +213,13 @@ def counting_wrapper(work: Path, name: str, binary: str) -> tuple[Path, Path]:
     return wrapper, count
 
 
-def triage_cli(tree: Path, out: Path, inputs: Path, target_args: list[str], env: dict, jobs: int) -> dict:
-    """``loomfuzz triage`` of the loom-fuzz in ``tree``: wall time and report.json."""
+def triage_cli(tree: Path, out: Path, inputs: Path | list[Path], target_args: list[str], env: dict,
+               jobs: int) -> dict:
+    """``loomfuzz triage`` of the loom-fuzz in ``tree`` on ``inputs`` (in their order): wall
+    time and report.json."""
+    named = [str(p) for p in inputs] if isinstance(inputs, list) else [str(inputs)]
     command = [sys.executable, "-m", "harness.cli", "triage", *target_args, "--db", str(out / "t.db"),
-               "--out", str(out), "--jobs", str(jobs), "--no-progress", str(inputs)]
+               "--out", str(out), "--jobs", str(jobs), "--no-progress", *named]
     started = time.perf_counter()
     proc = subprocess.run(command, cwd=tree, env={**os.environ, **env, "PYTHONPATH": str(tree)},
                           capture_output=True, text=True)

@@ -669,7 +669,7 @@ def test_cli_list_show_mark_report(triaged, tmp_path):
     listed = loomfuzz("triage", "list", "--db", db)
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]
+    assert lines[0].split() == ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "SYMPTOMS", "MINIMIZED", "SIGNATURE"]
     assert len(lines) == 1 + 3 + 1 and describe(from_shape("t0[for:freeze]")) in listed.stdout
     assert "3 bucket(s)" in lines[-1]
     bucket = next(b for b in triaged["report"]["buckets"] if b["type"] == "SIGSEGV")

@@ -127,7 +127,7 @@ def test_a_schema_3_database_is_migrated_and_lists_crash_and_wrong_code_buckets(
     db, out, before, _ = triaged
     with TriageDB(db, create=False) as handle:
         version = handle.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        assert int(version) == SCHEMA_VERSION == 4
+        assert int(version) == SCHEMA_VERSION == 5
         crash = handle.buckets("crash")
         assert [(r["signature"], r["minimized_text"], r["verify_counts"]) for r in crash] == before  # kept
         wrong = handle.buckets("differential")

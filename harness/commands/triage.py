@@ -86,6 +86,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="target runs in parallel (default 1)")
     how_hard.add_argument("--repeat", type=whole_number(1), default=3, metavar="N",
                         help="runs per input to tell always from flaky (default 3)")
+    from harness.triage.reproduce import SYMPTOM_RUNS
+
+    how_hard.add_argument("--symptom-runs", type=whole_number(1), default=SYMPTOM_RUNS, metavar="N",
+                          help="runs of an input at most to learn its symptoms, when its first --repeat "
+                               f"runs disagree or show only bare crashes (default {SYMPTOM_RUNS})")
     how_hard.add_argument("--text-reduce", action="store_true",
                         help="also reduce each bucket's minimized text line by line (may leave the shape)")
     how_hard.add_argument("--max-candidates", type=whole_number(1), default=400, metavar="N",
@@ -306,6 +311,7 @@ def _run(args: argparse.Namespace, inputs: list[str]) -> int:
         out_dir=args.out,
         jobs=args.jobs,
         repeat=args.repeat,
+        symptom_runs=args.symptom_runs,
         text_reduce=args.text_reduce,
         max_minimize_evaluations=args.max_candidates,
         progress=not args.no_progress,
@@ -393,6 +399,8 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def _list(args: argparse.Namespace, words: list[str]) -> int:
+    import json
+
     if words:
         return _error(f"list takes no arguments (got {' '.join(words)!r})")
     with _open(args) as db:
@@ -409,8 +417,11 @@ def _list(args: argparse.Namespace, words: list[str]) -> int:
             signature = b["signature"]
             if len(signature) > 100:
                 signature = signature[:97] + "..."
+            group = [b] if label.startswith("└") else [b, *folded.get(b["id"], [])]
+            symptoms = {key for r in group for key in json.loads(r["symptoms"] or "{}") if key}
             return [label, b["status"], b["kind"], b["culprit"] or "-", b["count"],
-                    "always" if b["reproduction"] == "always" else "flaky", minimized, signature]
+                    "always" if b["reproduction"] == "always" else "flaky", len(symptoms) or "-", minimized,
+                    signature]
 
         rows = []
         for b in buckets:
@@ -418,7 +429,8 @@ def _list(args: argparse.Namespace, words: list[str]) -> int:
                 rows.append(row(b, str(b["id"])))
                 rows.extend(row(d, f"└ {d['id']}") for d in folded.get(b["id"], []))
         if rows:
-            print(_table(rows, ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "MINIMIZED", "SIGNATURE"]))
+            print(_table(rows, ["ID", "STATUS", "KIND", "CULPRIT", "MEMBERS", "REPRO", "SYMPTOMS", "MINIMIZED",
+                                "SIGNATURE"]))
         counts = db.counts()
         print(
             f"{counts['bugs']} bug(s) in {counts['buckets']} bucket(s) (└: a duplicate, folded under its "
@@ -485,6 +497,7 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
                       and db.primary_of(d["id"]) == b["id"]]
         if duplicates:
             print(f"duplicates:   {', '.join(f'bucket {d}' for d in duplicates)}")
+        _show_symptoms(db, b, duplicates)
         if b["verify_counts"]:
             counts = json.loads(b["verify_counts"])
             runs = sum(counts.values())
@@ -515,6 +528,22 @@ def _show(args: argparse.Namespace, words: list[str]) -> int:
             print()
             sys.stdout.write(b["minimized_text"])
     return 0
+
+
+def _show_symptoms(db, b, duplicates: list[int]) -> None:
+    """The symptoms of a bucket's members (a bug's: with its duplicates') and the aliases."""
+    import json
+
+    from harness.triage.symptoms import merge_symptoms, symptom_lines
+
+    group = [b, *(db.bucket(d) for d in duplicates)]
+    symptoms = merge_symptoms(json.loads(r["symptoms"]) for r in group if r["symptoms"])
+    if symptoms:
+        print(f"symptoms:     ({'of the bug: this bucket and its duplicates' if duplicates else 'of its members'})")
+        for line in symptom_lines(symptoms):
+            print(f"  {line}")
+    if duplicates:
+        print("aliases:      " + "\n              ".join(r["signature"] for r in group[1:]))
 
 
 def _show_divergence(args: argparse.Namespace, b) -> None:

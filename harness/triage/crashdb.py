@@ -23,6 +23,7 @@ from typing import Sequence
 from harness.triage.buckets import BucketTable, OracleBucket, seen_again, text_lines
 from harness.triage.schema import (APPLICATION, SCHEMA_VERSION, STATUSES, DatabaseBusy, DatabaseError,
                                    now)
+from harness.triage.symptoms import add_symptoms
 
 __all__ = [
     "APPLICATION",
@@ -89,9 +90,10 @@ class TriageDB(BucketTable):
 
     # ---------------------------------------------------------------- runs
 
-    def begin_run(self, target: dict, repeat: int, oracle: str = "crash") -> tuple[int, bool]:
+    def begin_run(self, target: dict, repeat: int, oracle: str = "crash",
+                  symptom_runs: int | None = None) -> tuple[int, bool]:
         """(run id, resumed): continue the run of ``oracle``'s triage a killed process left
-        ``running``, or start one."""
+        ``running`` (its ``repeat`` and ``symptom_runs`` stay its own: :meth:`run`), or start one."""
         host = socket.gethostname()
         target_key = "target" if oracle == "crash" else f"target:{oracle}"
         argv = list(target.get("argv") or [])
@@ -131,9 +133,9 @@ class TriageDB(BucketTable):
                 )
                 return run_id, True
             cur = c.execute(
-                "INSERT INTO runs (started, status, pid, host, target, repeat, oracle) "
-                "VALUES (?, 'running', ?, ?, ?, ?, ?)",
-                (now(), os.getpid(), host, json.dumps(target, sort_keys=True), repeat, oracle),
+                "INSERT INTO runs (started, status, pid, host, target, repeat, oracle, symptom_runs) "
+                "VALUES (?, 'running', ?, ?, ?, ?, ?, ?)",
+                (now(), os.getpid(), host, json.dumps(target, sort_keys=True), repeat, oracle, symptom_runs),
             )
             return int(cur.lastrowid), False
 
@@ -241,12 +243,15 @@ class TriageDB(BucketTable):
                 else:
                     bucket_id = int(row["id"])
                     seen_again(c, bucket_id, row["status"])
+                symptoms = c.execute("SELECT symptoms FROM buckets WHERE id = ?", (bucket_id,)).fetchone()[0]
+                runs = json.loads(record.signatures) if record.signatures else {signature.run_key: record.hits}
+                symptoms = add_symptoms(json.loads(symptoms) if symptoms else {}, runs)
                 c.execute(
                     "UPDATE buckets SET count = count + 1, last_seen = ?, last_run = ?, "
                     "reproduction = CASE WHEN ? = 'sometimes' AND minimized_text IS NULL THEN 'sometimes' "
-                    "ELSE reproduction END "
+                    "ELSE reproduction END, symptoms = ? "
                     "WHERE id = ?",
-                    (stamp, run_id, record.reproduction, bucket_id),
+                    (stamp, run_id, record.reproduction, json.dumps(symptoms, sort_keys=True), bucket_id),
                 )
             member_id = int(
                 c.execute(

@@ -4,9 +4,14 @@ A signature is what one run of the target shows of a bug.  A memory-corrupting
 bug shows different ones from run to run (an ``LLVM ERROR``, a segmentation
 fault in some walk, a bare ``SIGSEGV``), so its inputs land in several
 buckets.  Once every bucket has a minimized program that has been run several
-times (the *evidence*: how many of those runs gave each signature), three
+times (the *evidence*: how many of those runs gave each signature), four
 kinds of links join buckets:
 
+0. **One program, several symptoms.**  Bucket X is linked to bucket Y when an
+   input of X gave Y's signature on some of its runs (X's *symptoms*, the
+   runs of its members per signature, hold Y's signature): the same program
+   failing in two ways is one bug.  A bare crash's symptom links nothing
+   (every bug can die by a bare SIGSEGV).
 1. **Evidence.**  Bucket X is linked to bucket Y when X's minimized program gave
    Y's signature most often (its most frequent signature is Y's), or at all
    when it gave X's own signature on only some runs (X is flaky).
@@ -25,10 +30,13 @@ kinds of links join buckets:
    are two bugs, and the measure alone would call them close.
 
 Linked buckets form one bug (connected components).  Its *primary* bucket is,
-in order: one whose signature is not a bare crash; whose signature was seen in
-the most evidence runs of the group; with the most members; the oldest.  The
-others are its duplicates.  A bucket the user merged or split by hand
-(``triage mark``) keeps what the user said and takes no part in the links.
+in order: one whose signature is not a bare crash; one with a message; with
+the most members; the oldest.  The others are its duplicates, and their
+signatures the bug's aliases.  The links and the primary are functions of
+the recorded runs (symptom sets, evidence, programs), not of which run or
+which input came first, so the same inputs give the same bugs.  A bucket the
+user merged or split by hand (``triage mark``) keeps what the user said and
+takes no part in the links.
 
 Everything here is a pure function of the buckets' rows: triage recomputes it
 after every run, so a resumed run ends with the same answer.
@@ -38,7 +46,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from harness.triage.signature import meaningful_frames, run_key_of, stack_frames
@@ -98,6 +106,8 @@ class BucketFacts:
     members: int
     bare: bool
     by_user: bool  # merged or split by hand: left as it is
+    #: run key -> {"runs": n, "inputs": m}: the runs of its members per signature ("" = none)
+    symptoms: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def run_key(self) -> str:
@@ -126,6 +136,7 @@ def facts_of(row: Mapping, stderr: str | None) -> BucketFacts:
         minimized_text=row["minimized_text"], members=row["count"],
         bare=row["kind"] == "crash" and not row["message"] and not frames,
         by_user=row["duplicate_by"] == "user",
+        symptoms=json.loads(row["symptoms"]) if row["symptoms"] else {},
     )
 
 
@@ -138,6 +149,13 @@ def _program_key(text: str) -> str:
 def _links(buckets: Sequence[BucketFacts]) -> list[tuple[int, int, str]]:
     by_run_key = {b.run_key: b for b in buckets if not b.bare}
     links = []
+    for x in buckets:
+        for key, seen in sorted(x.symptoms.items()):
+            y = by_run_key.get(key)
+            if y is not None and y.id != x.id and seen.get("runs"):
+                links.append((x.id, y.id, f"{seen['inputs']} input(s) of bucket {x.id} gave bucket {y.id}'s "
+                                          f"signature in {seen['runs']} of their runs (one program, several "
+                                          f"symptoms)"))
     for x in buckets:
         runs = x.evidence_runs
         if runs:
@@ -196,12 +214,7 @@ def find_duplicates(rows: Iterable[BucketFacts]) -> list[Duplicate]:
     for group in groups.values():
         if len(group) == 1:
             continue
-        seen = {b.run_key: 0 for b in group}
-        for b in group:
-            for key, count in b.evidence.items():
-                if key in seen:
-                    seen[key] += count
-        primary = min(group, key=lambda b: (b.bare, -seen[b.run_key], -b.members, b.id))
+        primary = min(group, key=lambda b: (b.bare, not b.message, -b.members, b.id))
         for b in group:
             if b.id != primary.id:
                 out.append(Duplicate(b.id, primary.id, tuple(dict.fromkeys(reasons.get(b.id, ())))))

@@ -108,15 +108,16 @@ class MinimizeResult:
 
 def representative_of(db: TriageDB, bucket_id: int,
                     grammar: CompiledGrammar) -> tuple[int, Node | None, str, str | None]:
-    """The simplest member: (member id, tree or None, text, stderr)."""
+    """The simplest member: (member id, tree or None, text, stderr); ties go to the smaller
+    SHA-256, not to the member recorded first."""
     best = None
     for row in db.members(bucket_id):
         if row["form"] == "tree":
             program = decode(row["data"], grammar)
-            key = (0, sort_key(grammar, program), row["lines"], row["id"])
+            key = (0, sort_key(grammar, program), row["lines"], row["sha256"])
         else:
             program = None
-            key = (1, (), row["lines"], row["id"])
+            key = (1, (), row["lines"], row["sha256"])
         if best is None or key < best[0]:
             best = (key, row["id"], program, row["text"], row["stderr"])
     assert best is not None, f"bucket {bucket_id} has no member"
@@ -125,10 +126,11 @@ def representative_of(db: TriageDB, bucket_id: int,
 
 def verify(runner: TriageRunner, text: str, signature: str,
             runs: int) -> tuple[int, Outcome | None, dict[str, int]]:
-    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``."""
+    """(hits, first hit, runs per signature) of ``runs`` runs of ``text``, each a process of
+    its own (the evidence of deduplication: harness.triage.runs)."""
     hits, first, counts = 0, None, {}
     wanted = run_key_of(signature)
-    for run in runner.outcomes(text, runs):
+    for run in runner.outcomes(text, runs, fresh=True):
         key = run.signature.run_key if run.signature is not None else ""
         counts[key] = counts.get(key, 0) + 1
         if key == wanted:

@@ -28,7 +28,10 @@ The pipeline, for ``loomfuzz triage INPUT...``:
 2. **Identify.**  An input's identity is the SHA-256 of its program: the
    canonical rendering when it is in the shape (so bytes, their sidecar and
    any copy are one member), the text as given otherwise.  Inputs already
-   in the database are not run again: they are only recorded as seen.
+   in the database are not run again: they are only recorded as seen.  The
+   new ones are processed in the order of their SHA-256 (a program's files in
+   the order of their paths), whatever the order they were named or found
+   in: the same inputs make the same decisions (issue 49).
 
 3. **Reproduce** each new program on the target (the runner's
    ``run_program`` + ``judge``, the same target as ``fuzz``) through one
@@ -42,21 +45,26 @@ The pipeline, for ``loomfuzz triage INPUT...``:
      (findings always re-run alone, or confirmed in a fresh worker);
    * an input without a finding runs ``repeat - 1`` more times (batched too):
      a flaky finding shows on some runs only;
-   * then, in input order: an input whose crash is *bare* (neither a message
-     nor a frame) runs again until a run shows one, at most
-     ``max(BARE_RUNS, repeat)`` runs, and keeps its bare signature tied to its
-     own program when none came (:meth:`Signature.for_input`); an input whose
-     signature is a bucket's that always reproduced is done (:func:`~harness.triage.reproduce.extra_runs`);
-     any other (new or flaky signature) runs ``repeat - 1`` more times.
+   * then, in canonical order, each finding gets its *symptom profile*: an
+     input whose signature is a stable bucket's (every run of its members
+     gave that one signature: :func:`~harness.triage.reproduce.stable_bucket`)
+     is done; any other runs ``repeat`` times in all, and when those runs do
+     not agree (another signature, no finding, or bare crashes only) up to
+     ``symptom_runs`` (``--symptom-runs``, default
+     :data:`~harness.triage.reproduce.SYMPTOM_RUNS`).  An input whose runs
+     were all bare keeps its bare signature tied to its own program
+     (:meth:`Signature.for_input`).
 
    Each run that is a finding gets a signature (:mod:`harness.triage.signature`);
-   the most frequent one (a bare one only when nothing else came:
-   :func:`~harness.triage.reproduce.majority`) names the input's bucket; ``always`` / ``sometimes``
-   (flaky) / ``never`` (no finding: not reproducing, kept in the database
-   without a bucket); the runs per signature are kept with the input.
-   Results are committed one input per transaction, in input order, from the
-   main thread; what an input needs depends only on the inputs before it, so
-   a resumed run makes the same decisions.
+   the most frequent one (a bare one only when nothing else came; ties to
+   the smaller key: :func:`~harness.triage.reproduce.majority`) names the
+   input's bucket; ``always`` / ``sometimes`` (flaky) / ``never`` (no
+   finding: not reproducing, kept in the database without a bucket); the
+   runs per signature are kept with the input, and a bucket keeps the sum of
+   its members' (its *symptoms*).  Results are committed one input per
+   transaction, in canonical order, from the main thread; what an input
+   needs depends only on the inputs before it, so a resumed run (which keeps
+   the run's ``repeat`` and ``symptom_runs``) makes the same decisions.
 
 4. **Minimize** (:mod:`harness.triage.minimize`, with :mod:`harness.core.reduce`) every crash bucket that has no
    minimized program yet, from its simplest member, over its derivation tree,
@@ -71,8 +79,11 @@ The pipeline, for ``loomfuzz triage INPUT...``:
    reduced line by line (ddmin) under "same signature" as an extra.
 
 5. **Deduplicate** (:mod:`harness.triage.dedup`): buckets that are one bug
-   (by their evidence, the same minimized program, or similar stacks with the
-   same crash point) are folded under one of them.
+   (one program that showed both signatures, their evidence, the same
+   minimized program, or similar stacks with the same crash point) are
+   folded under one of them, chosen by what the buckets show, not by age
+   alone; the folded buckets' signatures stay as the bug's aliases, so later
+   findings with one of them join it.
 
 6. **Report** (:mod:`harness.triage.report`): ``OUT/bucket-N/`` files,
    ``report.md``, ``report.json`` and ``report.html``.
@@ -93,7 +104,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from harness.contract import program_suffix
@@ -109,7 +120,7 @@ from harness.triage.minimize import (VERIFY_FLAKY, VERIFY_RUNS, Interesting, Min
                                      representative_of, verify)
 from harness.triage.progress import Progress
 from harness.triage.records import contract_fields, tree_fields
-from harness.triage.reproduce import WINDOW, first_runs, majority, reproduce_input
+from harness.triage.reproduce import SYMPTOM_RUNS, WINDOW, first_runs, majority, reproduce_input
 from harness.triage.runs import TriageRunner
 
 __all__ = ["STDERR_KEEP", "TriageConfig", "TriageSummary", "run_triage"]
@@ -129,6 +140,7 @@ class TriageConfig:
     out_dir: str | None = "triage"
     jobs: int = 1
     repeat: int = 3
+    symptom_runs: int = SYMPTOM_RUNS  # --symptom-runs: runs of an input at most to learn its symptoms
     text_reduce: bool = False
     max_minimize_evaluations: int = 400
     max_text_evaluations: int = 1000
@@ -225,7 +237,7 @@ def _reproduce_phase(config: TriageConfig, db: TriageDB, run_id: int, runner: Tr
                 if k in more:
                     rep = majority([first, *more[k]])
                 else:
-                    rep = reproduce_input(text, first, runner, pool, db, config.repeat)
+                    rep = reproduce_input(text, first, runner, pool, db, config.repeat, config.symptom_runs)
                 signature = rep.signature.for_input(inp.sha) if rep.signature is not None else None
                 record = MemberRecord(
                     sha256=inp.sha,
@@ -331,6 +343,16 @@ def _text_reduce_phase(config: TriageConfig, db: TriageDB, runner: TriageRunner,
 # --------------------------------------------------------------------- run
 
 
+def _as_begun(config: TriageConfig, run, log: Callable[[str], None]) -> TriageConfig:
+    """A resumed run's config with the run's own ``repeat`` and ``symptom_runs`` (what
+    decided its recorded inputs decides the rest)."""
+    repeat = run["repeat"] or config.repeat
+    symptom_runs = run["symptom_runs"] or max(SYMPTOM_RUNS, repeat)  # a run begun before schema 5
+    if (repeat, symptom_runs) != (config.repeat, config.symptom_runs):
+        log(f"triage: the resumed run keeps its --repeat {repeat} --symptom-runs {symptom_runs}")
+    return replace(config, repeat=repeat, symptom_runs=symptom_runs)
+
+
 def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None) -> TriageSummary:
     """The whole pipeline (see the module docstring).  Raises InputError and
     harness.triage.crashdb.DatabaseError with one-line messages."""
@@ -346,13 +368,16 @@ def run_triage(config: TriageConfig, *, log: Callable[[str], None] | None = None
     runner = TriageRunner(target, batch=config.batch, kind=config.runner)
     db = TriageDB(config.db_path)
     try:
-        run_id, resumed = db.begin_run(_target_json(target, grammar), config.repeat)
+        run_id, resumed = db.begin_run(_target_json(target, grammar), config.repeat,
+                                       symptom_runs=config.symptom_runs)
         if resumed:
             log(f"triage: resuming unfinished run {run_id} on {config.db_path}")
+            config = _as_begun(config, db.run(run_id), log)
 
-        # group the inputs by program, in input order
+        # group the inputs by program; programs by SHA-256, a program's files by path: the
+        # order the inputs were named or found in decides nothing
         groups: dict[str, list[Input]] = {}
-        for inp in collection.inputs:
+        for inp in sorted(collection.inputs, key=lambda i: (i.sha, i.path)):
             groups.setdefault(inp.sha, []).append(inp)
         todo: list[Input] = []
         known = 0

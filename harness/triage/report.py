@@ -74,6 +74,15 @@ leaves half a report.  A crash bucket's regression test is made by
           "duplicate_reason": null,               // why: the links harness.triage.dedup found
           "duplicate_by": null,                   // "auto" (triage) | "user" (triage mark) | null
           "duplicates": [3, 4],                   // buckets folded under this one
+          "symptoms": {"crash:...": {"runs": 40, "inputs": 12}, "": {...}},
+                                                  // crash buckets: its members' runs per signature
+                                                  // (n runs of m members; "": no finding), or null
+          "bug": {                                // a bucket no duplicate of another (else null):
+            "symptoms": {...},                    // the symptoms of it and its duplicates together
+            "aliases": ["crash:SIGSEGV | ..."],   // its duplicates' signatures: later findings with
+                                                  // one of them join this bug
+            "inputs": 30                          // members of it and its duplicates
+          },
           "minimized": {                          // null until minimized
             "path": "bucket-1/minimized.mlir",
             "in_shape": true,                     // false: kept as text (no member in the shape)
@@ -143,6 +152,7 @@ from typing import Sequence
 from harness.triage.crashdb import TriageDB, now
 from harness.triage.regression import regression_test, regression_tool_dirs
 from harness.triage.report_markdown import report_markdown
+from harness.triage.symptoms import merge_symptoms
 
 __all__ = ["REPORT_SCHEMA", "bucket_suffix", "report_data", "write_reports"]
 
@@ -180,6 +190,16 @@ def _member_json(db: TriageDB, row, *, with_reason: bool = False) -> dict:
     return d
 
 
+def _bug(rows, primary: dict[int, int], symptoms: dict[int, dict | None], bucket_id: int) -> dict:
+    """A bug seen from its primary bucket: the symptoms of its buckets together, its aliases."""
+    group = [b for b in rows if primary[b["id"]] == bucket_id]
+    return {
+        "symptoms": merge_symptoms(symptoms[b["id"]] for b in group),
+        "aliases": [b["signature"] for b in group if b["id"] != bucket_id],
+        "inputs": sum(b["count"] for b in group),
+    }
+
+
 def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict:
     """The content of report.json; a crash bucket's program files end in ``suffix`` (the
     grammar's, :func:`harness.contract.program_suffix`)."""
@@ -198,6 +218,7 @@ def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict
     buckets = []
     rows = db.buckets()
     primary = {b["id"]: db.primary_of(b["id"]) for b in rows}
+    symptoms = {b["id"]: json.loads(b["symptoms"]) if b["symptoms"] else None for b in rows}
     for b in rows:
         d = f"bucket-{b['id']}"
         own = bucket_suffix(b, suffix)
@@ -252,6 +273,8 @@ def report_data(db: TriageDB, *, suffix: str, run_id: int | None = None) -> dict
                 "duplicate_reason": b["duplicate_reason"],
                 "duplicate_by": b["duplicate_by"],
                 "duplicates": [k for k, p in primary.items() if p == b["id"] and k != b["id"]],
+                "symptoms": symptoms[b["id"]],
+                "bug": _bug(rows, primary, symptoms, b["id"]) if primary[b["id"]] == b["id"] else None,
                 "minimized": minimized,
                 "text_reduced": text_reduced,
                 "regression_test": regression,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.triage.report_markdown import release_summary, runs_sentence
+from harness.triage.symptoms import symptom_lines
 
 __all__ = ["highlight_mlir", "report_html"]
 
@@ -225,6 +226,10 @@ def _bucket_section(bucket: dict, out_dir: Path) -> str:
     if b.get("duplicates"):
         parts.append('<p class="duplicates">Duplicates folded under this bug: '
                      + ", ".join(f'<a href="#bucket-{k}">bucket {k}</a>' for k in b["duplicates"]) + "</p>")
+    bug = b.get("bug")
+    if bug and bug["symptoms"] and (len(bug["symptoms"]) > 1 or bug["aliases"]):
+        parts.append(f"<p>Symptoms of this bug (the runs of its {bug['inputs']} input(s)):</p><ul class=\"seen\">"
+                     + "".join(f"<li>{e(line)}</li>" for line in symptom_lines(bug["symptoms"])) + "</ul>")
     if b.get("oracle", "crash") != "crash":
         parts.append(_oracle_facts(b, out_dir))
     seen = (b.get("minimized") or {}).get("signatures")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import shlex
 
+from harness.triage.symptoms import symptom_lines
+
 __all__ = ["release_summary", "report_markdown"]
 
 
@@ -161,6 +163,10 @@ def report_markdown(data: dict) -> str:
                          f"undo: `loomfuzz triage mark {b['id']} distinct`")
         if b["duplicates"]:
             lines.append("- duplicates: " + ", ".join(f"[bucket {k}](#bucket-{k})" for k in b["duplicates"]))
+        bug = b.get("bug")
+        if bug and bug["symptoms"] and (len(bug["symptoms"]) > 1 or bug["aliases"]):
+            lines.append(f"- symptoms of this bug (the runs of its {bug['inputs']} input(s)):")
+            lines.extend(f"  - {_cell(line)}" for line in symptom_lines(bug["symptoms"]))
         if b.get("profile"):
             lines.append(f"- profile: {b['profile']}")
         if b["oracle"] != "crash":

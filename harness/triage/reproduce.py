@@ -1,12 +1,16 @@
 """Crash triage, stage 3: reproduce each input (see :mod:`harness.triage.pipeline`).
 
 Every input runs once (in parallel shares, batched where the target allows);
-then as many more times as it needs (:func:`extra_runs`, :func:`reproduce_input`);
-:func:`majority` names the signature it reproduces with.
+then as many more times as it needs to know its symptoms (:func:`reproduce_input`):
+its *symptom profile*, how many of its runs gave each signature, is recorded
+whole; :func:`majority` names the signature it reproduces with (the bucket it
+goes to).  What an input needs depends on its own runs and on the buckets the
+inputs before it (in canonical order) made, never on timing.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,10 +20,13 @@ from harness.triage.crashdb import TriageDB
 from harness.triage.runs import Run, TriageRunner
 from harness.triage.signature import Signature
 
-__all__ = ["BARE_RUNS", "WINDOW", "Reproduction", "extra_runs", "first_runs", "majority", "reproduce_input"]
+__all__ = ["SYMPTOM_RUNS", "WINDOW", "Reproduction", "first_runs", "majority", "reproduce_input", "settled",
+           "stable_bucket"]
 
-#: Runs of an input at most while it crashes with neither a message nor a frame.
-BARE_RUNS = 5
+#: Runs of an input at most while its runs disagree or show neither a message nor a frame
+#: (``--symptom-runs``): what it takes to see each of three equally likely symptoms with
+#: a probability of about 0.6, and to give a bare crash a few chances to say more.
+SYMPTOM_RUNS = 5
 #: Inputs whose first runs are made together (the rest of the input waits for them).
 WINDOW = 64
 
@@ -38,7 +45,8 @@ class Reproduction:
 
 def majority(runs: Sequence[Run]) -> Reproduction:
     """The signature an input reproduces with: the most frequent over its runs
-    (ties: the first seen), a bare crash only when no run gave anything better."""
+    (ties: the smallest key, whichever run came first), a bare crash only when no run
+    gave anything better."""
     counts: dict[str, int] = {}
     first: dict[str, Run] = {}
     for run in runs:
@@ -50,23 +58,29 @@ def majority(runs: Sequence[Run]) -> Reproduction:
         last = runs[-1]
         return Reproduction("never", 0, len(runs), None, last.kind, last.outcome.reason, None, counts)
     informative = [k for k in found if not first[k].signature.bare] or found
-    key = max(informative, key=lambda k: (counts[k], -found.index(k)))
+    key = min(informative, key=lambda k: (-counts[k], k))
     run = first[key]
     hits = counts[key]
     return Reproduction("always" if hits == len(runs) else "sometimes", hits, len(runs), run.signature,
                         run.kind, run.why, run.outcome.stderr, counts)
 
 
-def extra_runs(first: Run, db: TriageDB, repeat: int) -> int:
-    """Runs an input needs after its first: none when it gave the signature of a bucket
-    that always reproduced; ``repeat - 1`` when it is new, flaky or gave no finding.
-    (A bare crash is re-run apart: see :func:`reproduce_input`; the runs of inputs without a
-    finding are made together, batched where the target allows.)"""
-    if first.signature is not None:
-        bucket = db.bucket_by_signature(first.signature.key)
-        if bucket is not None and bucket["reproduction"] == "always":
-            return 0
-    return repeat - 1
+def stable_bucket(first: Run, db: TriageDB) -> bool:
+    """Whether the first run's signature is a bucket's that always reproduced with that one
+    symptom (every run of its members gave it): its inputs need no more runs."""
+    if first.signature is None:
+        return False
+    bucket = db.bucket_by_signature(first.signature.key)
+    if bucket is None or bucket["reproduction"] != "always":
+        return False
+    symptoms = json.loads(bucket["symptoms"]) if bucket["symptoms"] else {}
+    return set(symptoms) <= {first.signature.run_key}
+
+
+def settled(runs: Sequence[Run]) -> bool:
+    """Runs that agree: each gave the same signature, and it is no bare crash."""
+    keys = {r.signature.run_key if r.signature is not None else "" for r in runs}
+    return len(keys) == 1 and runs[0].signature is not None and not runs[0].signature.bare
 
 
 def first_runs(runner: TriageRunner, pool: ThreadPoolExecutor, texts: list[str], jobs: int) -> list[Run]:
@@ -79,15 +93,21 @@ def first_runs(runner: TriageRunner, pool: ThreadPoolExecutor, texts: list[str],
 
 
 def reproduce_input(text: str, first: Run, runner: TriageRunner, pool: ThreadPoolExecutor,
-               db: TriageDB, repeat: int) -> Reproduction:
-    """A finding's reproduction from its first run and the runs it needs after it."""
+                    db: TriageDB, repeat: int, symptom_runs: int = SYMPTOM_RUNS) -> Reproduction:
+    """A finding's symptom profile from its first run and the runs it needs after it:
+    none when its signature is a stable bucket's (:func:`stable_bucket`); else ``repeat``
+    runs in all, stopping there when they agree (:func:`settled`), and when they do not
+    (another symptom, no finding, or bare crashes only) up to ``symptom_runs``."""
     runs = [first]
-    if first.signature is not None and first.signature.bare:
-        # a bare crash tells nothing: run again until a run shows a message or frames
-        while len(runs) < max(BARE_RUNS, repeat) and all(
-                r.signature is None or r.signature.bare for r in runs):
-            runs += runner.outcomes(text)
+    if stable_bucket(first, db):
         return majority(runs)
-    more = extra_runs(first, db, repeat)
-    runs += [run for batch in pool.map(lambda _: runner.outcomes(text), range(more)) for run in batch]
+
+    def more(goal: int) -> list[Run]:
+        # each a process of its own: a fork server's workers share one address layout
+        return [run for batch in pool.map(lambda _: runner.outcomes(text, fresh=True), range(goal - len(runs)))
+                for run in batch]
+
+    runs += more(repeat)
+    if not settled(runs):
+        runs += more(max(repeat, symptom_runs))
     return majority(runs)

@@ -14,7 +14,14 @@ module's body without touching the pipeline:
   because triage's inputs are mostly crashes, and a batch that crashes is
   bisected.
 * :meth:`TriageRunner.outcomes` runs one program ``k`` times (the repeats of
-  reproduction, minimization's candidates and the verification of its result).
+  reproduction, minimization's candidates and the verification of its result);
+  with ``fresh=True`` (a finding's symptom profile and the evidence runs of a
+  minimized program), each run is a process of its own, whatever the runner:
+  the workers a fork server makes share its address layout and heap, so a
+  memory-corrupting bug shows them all the same symptom (checked with
+  mlir-opt-19's remove-dead-values: a program that gave one SIGSEGV on 5 of 5
+  driver runs gave ``LLVM ERROR: SmallVector unable to grow`` on 11 of 20
+  runs of the tool).
 
 ``kind`` (``--runner``; None: :func:`harness.run.runners.default_runner_kind`,
 the rule of ``run`` and ``fuzz``: persistent where the target's driver is
@@ -111,9 +118,10 @@ class TriageRunner:
     def _run(outcome: Outcome, verdict: Verdict) -> Run:
         return Run(outcome, signature_of(verdict), verdict.kind or outcome.kind.value, verdict.why)
 
-    def outcomes(self, text: str, k: int = 1) -> list[Run]:
-        """Run ``text`` ``k`` times: through the driver where there is one, else one process each."""
-        if self._persistent is not None:
+    def outcomes(self, text: str, k: int = 1, *, fresh: bool = False) -> list[Run]:
+        """Run ``text`` ``k`` times: through the driver where there is one (unless ``fresh``),
+        else one process each (a new address layout each run: see the module docstring)."""
+        if self._persistent is not None and not fresh:
             return [self._through_driver(text) for _ in range(k)]
         result = []
         for _ in range(k):

@@ -6,11 +6,13 @@ transactions; :mod:`harness.triage.buckets` adds the bucket queries and
 :mod:`harness.triage.crashdb` the runs and members on top
 (:class:`harness.triage.crashdb.TriageDB` is the one class callers use).
 
-Schema (version 4; an older database is migrated in place, in one transaction
+Schema (version 5; an older database is migrated in place, in one transaction
 when it is opened: a database of version 1 or 2 gains the newer columns, NULL,
 and its minimized buckets are verified again by the next triage run to get
 their evidence; one of version 3 gains the columns of the oracle buckets, its
-rows all ``oracle = 'crash'``)::
+rows all ``oracle = 'crash'``; one of version 4 gains the symptom profiles:
+each crash bucket's ``symptoms`` are computed from its members' runs, and
+its runs' ``symptom_runs`` stay NULL, read as the ``repeat`` they ran with)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)
         application = "loom-fuzz-triage", schema_version = "1", created,
@@ -24,13 +26,15 @@ rows all ``oracle = 'crash'``)::
 
     runs(id INTEGER PRIMARY KEY, started, finished, status, pid, host,
          target TEXT (JSON), repeat, resumed, inputs, new_members, new_buckets,
-         oracle)
+         oracle, symptom_runs)
         status: running | complete | interrupted.  A run left ``running`` by a
         killed process is resumed (same id) by the next triage of the same
         oracle on the database.  oracle: crash (``loomfuzz triage``) |
         differential (``--oracle differential``) | another oracle's name.
         inputs = distinct programs the run saw; new_members / new_buckets =
-        those it recorded first.
+        those it recorded first.  repeat / symptom_runs: the runs an input
+        gets to tell always from flaky, and at most to learn its symptoms
+        (``--repeat``, ``--symptom-runs``); a resumed run keeps its own.
 
     buckets(id INTEGER PRIMARY KEY, signature TEXT UNIQUE, kind, type,
             message, frames TEXT (JSON list), status, first_seen, last_seen,
@@ -44,7 +48,8 @@ rows all ``oracle = 'crash'``)::
             text_reduced_lines, text_runs, note, profile, minimized_contract,
             verify_counts TEXT (JSON), duplicate_of (bucket id),
             duplicate_reason, duplicate_by, oracle, culprit,
-            reference_output, observed_output, lit_test, details TEXT (JSON))
+            reference_output, observed_output, lit_test, details TEXT (JSON),
+            symptoms TEXT (JSON))
         status: new (made by triage, not marked yet) | known (marked by
         hand) | fixed (marked by hand) | regressed (a new input reached a
         bucket marked fixed); triage sets only new and regressed, and
@@ -76,6 +81,11 @@ rows all ``oracle = 'crash'``)::
         the buggy target (written as ``bucket-N/regression.mlir``); details =
         the oracle's own facts (JSON: e.g. the shortest differing pipeline, the
         first difference).  NULL for crash buckets.
+        symptoms: the bucket's symptom set, {run key: {"runs": n, "inputs":
+        m}} over its members' runs (n runs of m members gave that signature;
+        "" = no finding), kept up to date as members are recorded: the links
+        of "one program, several symptoms" (harness.triage.dedup) and the
+        symptoms a report shows for a bug.  NULL for the other oracles.
 
     members(id INTEGER PRIMARY KEY, sha256 TEXT UNIQUE, bucket_id
             REFERENCES buckets (NULL: did not reproduce), form, tree, data BLOB,
@@ -104,6 +114,7 @@ rows all ``oracle = 'crash'``)::
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -111,10 +122,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from harness.triage.symptoms import add_symptoms, member_symptoms
+
 __all__ = ["APPLICATION", "Database", "DatabaseBusy", "DatabaseError", "SCHEMA_VERSION", "STATUSES", "now"]
 
 APPLICATION = "loom-fuzz-triage"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("new", "known", "fixed", "regressed")
 
 _SCHEMA = """
@@ -132,7 +145,8 @@ CREATE TABLE runs (
     inputs INTEGER NOT NULL DEFAULT 0,
     new_members INTEGER NOT NULL DEFAULT 0,
     new_buckets INTEGER NOT NULL DEFAULT 0,
-    oracle TEXT NOT NULL DEFAULT 'crash'
+    oracle TEXT NOT NULL DEFAULT 'crash',
+    symptom_runs INTEGER
 );
 CREATE TABLE buckets (
     id INTEGER PRIMARY KEY,
@@ -180,7 +194,8 @@ CREATE TABLE buckets (
     reference_output TEXT,
     observed_output TEXT,
     lit_test TEXT,
-    details TEXT
+    details TEXT,
+    symptoms TEXT
 );
 CREATE TABLE members (
     id INTEGER PRIMARY KEY,
@@ -249,8 +264,23 @@ _ADDED_IN_4 = (("runs", "oracle", "TEXT NOT NULL DEFAULT 'crash'"),
                ("buckets", "oracle", "TEXT NOT NULL DEFAULT 'crash'"), ("buckets", "culprit", "TEXT"),
                ("buckets", "reference_output", "TEXT"), ("buckets", "observed_output", "TEXT"),
                ("buckets", "lit_test", "TEXT"), ("buckets", "details", "TEXT"))
+#: Columns schema version 5 added (issue 49): the bound of a run's symptom profiles, and each
+#: bucket's symptom set (computed from its members' runs when a version-4 database is opened).
+_ADDED_IN_5 = (("runs", "symptom_runs", "INTEGER"), ("buckets", "symptoms", "TEXT"))
 #: The migration to each version from the one before: (table, column, declaration) added.
-_MIGRATIONS = {2: tuple((table, column, "TEXT") for table, column in _ADDED_IN_2), 3: _ADDED_IN_3, 4: _ADDED_IN_4}
+_MIGRATIONS = {2: tuple((table, column, "TEXT") for table, column in _ADDED_IN_2), 3: _ADDED_IN_3, 4: _ADDED_IN_4,
+               5: _ADDED_IN_5}
+
+
+def _backfill_symptoms(c: sqlite3.Connection) -> None:
+    """Each crash bucket's symptom set from its members (the migration to version 5)."""
+    symptoms: dict[int, dict] = {}
+    for row in c.execute("SELECT m.bucket_id, m.signatures, m.hits, m.attempts, b.signature AS bucket_signature "
+                         "FROM members m JOIN buckets b ON b.id = m.bucket_id "
+                         "WHERE b.oracle = 'crash' ORDER BY m.id"):
+        add_symptoms(symptoms.setdefault(row["bucket_id"], {}), member_symptoms(row))
+    c.executemany("UPDATE buckets SET symptoms = ? WHERE id = ?",
+                  [(json.dumps(s, sort_keys=True), bucket) for bucket, s in symptoms.items()])
 
 
 class DatabaseError(Exception):
@@ -355,6 +385,8 @@ class Database:
                 for step in range(version + 1, SCHEMA_VERSION + 1):
                     for table, column, declaration in _MIGRATIONS[step]:
                         c.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+                    if step == 5:
+                        _backfill_symptoms(c)
                 c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA synchronous = NORMAL")
