@@ -357,16 +357,24 @@ def _for(p: _Parser, op: Op) -> None:
     carried = []
     if p.accept("iter_args"):
         p.expect("(")
-        while not p.accept(")"):
-            carried.append(p.kind("value"))
-            p.expect("=")
-            op.operands.append(p.kind("value"))
-            p.accept(",")
+        carried = _bound_operands(p, op)
         p.expect("->")
         op.types = p.type_list()
     op.attrs["carried"] = carried
     _for_type(p, op)
     op.regions.append(p.block())
+
+
+def _bound_operands(p: _Parser, op: Op) -> list:
+    """``%a = %x, ...)`` after a ``(`` (scf.for's iter_args, scf.while's inits): the names bound,
+    each ``%x`` appended to ``op``'s operands."""
+    names = []
+    while not p.accept(")"):
+        names.append(p.kind("value"))
+        p.expect("=")
+        op.operands.append(p.kind("value"))
+        p.accept(",")
+    return names
 
 
 def _for_type(p: _Parser, op: Op) -> None:
@@ -377,12 +385,7 @@ def _for_type(p: _Parser, op: Op) -> None:
 def _while(p: _Parser, op: Op) -> None:
     """``scf.while (%a = %x, ...) : (types) -> (types) { before } do { ^bb0(...): after }``."""
     p.expect("(")
-    before = []
-    while not p.accept(")"):
-        before.append(p.kind("value"))
-        p.expect("=")
-        op.operands.append(p.kind("value"))
-        p.accept(",")
+    before = _bound_operands(p, op)
     p.expect(":")
     p.type_list()
     p.expect("->")
