@@ -26,7 +26,7 @@ from tests import doc_blocks  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--page", action="append", help="a page under docs/ (repeatable)")
     parser.add_argument("--all", action="store_true", help="every page, not only those with a benchmark step")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
