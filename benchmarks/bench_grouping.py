@@ -52,7 +52,7 @@ def partition(report: dict) -> set[frozenset]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--baseline", metavar="DIR", help="a loom-fuzz checkout before issue 49")
     parser.add_argument("--mlir-findings", metavar="DIR", help="mlir-opt-19 remove-dead-values findings")
     parser.add_argument("--heap", type=int, default=240, help="programs of the doubles (default 240; 0: none)")

@@ -145,7 +145,7 @@ def measure(row: Row, work: Path, round_: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("-n", "--count", type=int, default=2000, help="programs per run command (default 2000)")
     parser.add_argument("--process-n", dest="process_count", type=int, default=200,
                         help="programs of the --runner process row (default 200)")

@@ -106,7 +106,7 @@ def pipelines(count: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--speed", type=int, default=1000)
     parser.add_argument("--coverage", type=int, default=0)
     parser.add_argument("--agree", type=int, default=0)
