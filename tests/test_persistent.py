@@ -369,12 +369,13 @@ def _start_campaign(tmp_path: Path, driver: str) -> tuple[subprocess.Popen, set[
          "--artifacts", str(tmp_path / "artifacts")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), DRIVER_ENV: driver}, cwd=tmp_path)
-    news = 0
-    for line in proc.stdout:
-        if re.match(r"#\d+\s+NEW\b", line):
-            news += 1
-            if news >= 20:
-                break
+    # libFuzzer's lines go to the campaign's log (harness.fuzzing: ARTIFACTS/fuzz.log), not stdout
+    log, news = tmp_path / "artifacts" / "fuzz.log", 0
+    deadline = time.monotonic() + 300
+    while news < 20 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        news = len(re.findall(r"^#\d+\s+NEW\b", text, re.M))
     assert news >= 20, "the campaign ended before its corpus grew"
     family = _descendants(proc.pid)
     drivers = [pid for pid in family if "loomfuzz-mlir-driver" in _cmdline(pid)]
