@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,9 +173,17 @@ def _groups(db: TriageDB, oracle: OracleTriage) -> list[Group]:
 
 
 def _in_order(pool: ThreadPoolExecutor, work: Callable, items: list) -> Iterator:
-    """``work(item)`` for every item in the pool's threads; the results in item order."""
+    """``work(item)`` for every item in the pool's threads; the results in item order.  A
+    thread that saw the stop first (:class:`Stopped`) gives the main thread the stop itself,
+    as its signal handler raises it: the command then exits 128 + the signal."""
     for future in [pool.submit(work, item) for item in items]:
-        yield future.result()
+        try:
+            yield future.result()
+        except stop_requests.Stopped:
+            reason = stop_requests.stop_reason()
+            if reason in signal.Signals.__members__:
+                raise stop_requests.Interrupted(signal.Signals[reason]) from None
+            raise
 
 
 def _by_program(oracle: str, findings: Sequence[Path]) -> dict[str, tuple[Path, str, list]]:
