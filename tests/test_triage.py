@@ -751,6 +751,11 @@ def test_a_second_triage_on_a_database_in_use_is_refused(tmp_path, fake_loom_opt
     fuzz.mkdir()
     hang = Program((Thread(False, (make_site(Nesting.FOR, Body.BRANCH),)),))  # the fake's `hang` plant
     (fuzz / "timeout-1").write_bytes(encode(hang))
+    # more hanging programs, so the first triage is still at work when the second comes and when
+    # Ctrl-C does (one input's runs and minimization can end before either)
+    for k, other in enumerate((Body.ARITH, Body.MEMORY, Body.FREEZE, Body.LOOP), 2):
+        more = Program((Thread(False, (make_site(Nesting.FOR, Body.BRANCH), make_site(Nesting.NONE, other))),))
+        (fuzz / f"timeout-{k}").write_bytes(encode(more))
     db = tmp_path / "t.db"
     first = subprocess.Popen(
         [*LOOMFUZZ, *triage_args(fake_loom_opt, db, tmp_path / "out", fuzz, pass_args="--plant=hang",
